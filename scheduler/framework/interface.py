@@ -1,0 +1,263 @@
+"""Extension points, cycle state and the handle plugins get (upstream framework/interface.go).
+
+A plugin subclasses the extension points it implements, exactly as a Go plugin satisfies the interfaces it
+needs. Filter and Score have a per-node method plus a batch method over many nodes; the framework calls the
+batch method, whose default loops over the per-node one. Hot plugins override the batch method so a cycle
+over 5000 nodes stays one Python loop per plugin instead of one call per node and plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Flag, auto
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from scheduler.backend.cache.snapshot import Snapshot
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class CycleState(dict[str, Any]):
+    """Per-attempt scratch space plugins write in PreFilter/PreScore and read in Filter/Score."""
+
+    __slots__ = ("skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Narrows the nodes to filter; None node_names means "all nodes"."""
+
+    node_names: set[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return PreFilterResult(set(other.node_names))
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+
+
+class ActionType(Flag):
+    """What happened to a resource; mirrors framework.ActionType for queueing decisions."""
+
+    ADD = auto()
+    DELETE = auto()
+    UPDATE_NODE_ALLOCATABLE = auto()
+    UPDATE_NODE_LABEL = auto()
+    UPDATE_NODE_TAINT = auto()
+    UPDATE_NODE_CONDITION = auto()
+    UPDATE_NODE_ANNOTATION = auto()
+    UPDATE_POD_LABEL = auto()
+    UPDATE_POD_SCALE_DOWN = auto()
+    UPDATE_POD_TOLERATION = auto()
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = auto()
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = auto()
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATION
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+NODE = "Node"
+ASSIGNED_POD = "AssignedPod"
+UNSCHEDULED_POD = "UnschedulablePod"
+WILDCARD = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """A change in the cluster that may make a rejected pod schedulable (resource + action)."""
+
+    resource: str
+    action: ActionType
+    label: str = ""
+
+    def matches(self, registered: ClusterEvent) -> bool:
+        """Whether this concrete event is covered by an event a plugin registered for."""
+        if registered.resource == WILDCARD:
+            return True
+        return registered.resource == self.resource and bool(registered.action & self.action)
+
+
+# Events the queue reacts to for pods no plugin claims (e.g. rejected by an Error), and the 5 min flush.
+EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, ActionType.ALL, "UnschedulableTimeout")
+EVENT_FORCE_ACTIVATE = ClusterEvent(WILDCARD, ActionType.ALL, "ForceActivate")
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+@dataclass(slots=True)
+class NodePluginScores:
+    """Scores of one node: per plugin (weighted) and the total, kept for explanations."""
+
+    name: str
+    scores: list[tuple[str, int]] = field(default_factory=list)
+    total: int = 0
+
+
+class Binder(Protocol):
+    """The write the DefaultBinder needs; provided by the cluster or the in-memory adapter."""
+
+    async def bind(self, pod: PodInfo, node_name: str) -> Status | None: ...
+
+
+class Handle(Protocol):
+    """What plugins may use from the scheduler: the current snapshot and the binder."""
+
+    def snapshot(self) -> Snapshot: ...
+
+    @property
+    def binder(self) -> Binder: ...
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Extension points
+
+
+class Plugin:
+    """Base of every plugin; `name` is the registry name used in configuration."""
+
+    name: ClassVar[str] = ""
+
+
+class EnqueueExtensions:
+    """Plugins that can reject pods say which cluster events could make those pods schedulable again."""
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent(WILDCARD, ActionType.ALL)]
+
+
+class QueueSortPlugin(Plugin):
+    def sort_key(self, priority: int, timestamp: float, seq: int) -> tuple[Any, ...]:
+        """A key such that smaller keys pop first (the heap form of Less)."""
+        raise NotImplementedError
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        raise NotImplementedError
+
+
+class PreFilterExtensions(Protocol):
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status | None: ...
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None: ...
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        raise NotImplementedError
+
+    def filter_batch(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> list[Status | None]:
+        """Filter many nodes at once; the result is parallel to nodes. Override for speed."""
+        f = self.filter
+        return [f(state, pod, n) for n in nodes]
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, node_to_status: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    # True when normalize_score must run after scoring (upstream ScoreExtensions() != nil).
+    has_normalize: ClassVar[bool] = False
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """Score one node in [0, 100] (before NormalizeScore); raise to report an Error."""
+        raise NotImplementedError
+
+    def score_batch(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
+        s = self.score
+        return [s(state, pod, n) for n in nodes]
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int]) -> Status | None:
+        """Rescale scores (parallel to the scored nodes) in place."""
+        return None
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        """Return (status, timeout seconds); a WAIT status parks the pod until allowed or timed out."""
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Bind the pod; return a SKIP status to let the next bind plugin handle it."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+PluginFactory = Callable[[Mapping[str, Any] | None, Handle], Plugin]
+AsyncCall = Callable[[], Awaitable[Any]]

@@ -1,0 +1,593 @@
+"""Typed records the core works on: resources, pods, nodes, host ports, taints and tolerations.
+
+Raw API objects (JSON dicts) stay at the edge; each is parsed once per object change into these records
+(`parse_pod`, `parse_node`) and the scheduling cycle only ever reads the records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.framework.quantity import milli_value_of, value_of
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+# pkg/scheduler/util: the request assumed for a container that sets none, used only for scoring.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+
+ZONE_LABEL_BETA = "failure-domain.beta.kubernetes.io/zone"
+REGION_LABEL_BETA = "failure-domain.beta.kubernetes.io/region"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+
+JSON = dict[str, Any]
+
+
+class ParseError(ValueError):
+    """An API object the scheduler cannot understand; the message names the field."""
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Extended, hugepages, attachable-volumes and prefixed native resources are tracked as scalars."""
+    return "/" in name or name.startswith("hugepages-") or name.startswith("attachable-volumes-")
+
+
+@dataclass(slots=True)
+class Resource:
+    """Amounts of compute resources: cpu in millicores, memory and storage in bytes, scalars by name."""
+
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    allowed_pod_number: int = 0
+    scalar: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_list(cls, resources: Mapping[str, Any] | None, where: str = "resources") -> Resource:
+        """Parse a ResourceList ({"cpu": "500m", ...}); an unparsable quantity names its field."""
+        res = cls()
+        if not resources:
+            return res
+        for name, qty in resources.items():
+            try:
+                if name == CPU:
+                    res.milli_cpu = milli_value_of(qty)
+                elif name == MEMORY:
+                    res.memory = value_of(qty)
+                elif name == EPHEMERAL_STORAGE:
+                    res.ephemeral_storage = value_of(qty)
+                elif name == PODS:
+                    res.allowed_pod_number = value_of(qty)
+                elif is_scalar_resource_name(name):
+                    res.scalar[name] = value_of(qty)
+            except (ValueError, TypeError) as exc:
+                raise ParseError(f"{where}.{name}: {exc}") from exc
+        return res
+
+    def clone(self) -> Resource:
+        return Resource(
+            self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar)
+        )
+
+    def add(self, other: Resource) -> None:
+        """Add other into self (pods are not summed: they count objects, not amounts)."""
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        if other.scalar:
+            scalar = self.scalar
+            for name, qty in other.scalar.items():
+                scalar[name] = scalar.get(name, 0) + qty
+
+    def sub(self, other: Resource) -> None:
+        """Subtract other from self; used when a pod leaves a node."""
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        if other.scalar:
+            scalar = self.scalar
+            for name, qty in other.scalar.items():
+                left = scalar.get(name, 0) - qty
+                if left:
+                    scalar[name] = left
+                else:
+                    scalar.pop(name, None)
+
+    def set_max(self, other: Resource) -> None:
+        """Element-wise maximum, as PodRequests uses for init containers."""
+        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
+        self.memory = max(self.memory, other.memory)
+        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
+        for name, qty in other.scalar.items():
+            if qty > self.scalar.get(name, 0):
+                self.scalar[name] = qty
+
+    def get(self, name: str) -> int:
+        """Amount of a resource by its API name (cpu in millicores)."""
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.allowed_pod_number
+        return self.scalar.get(name, 0)
+
+    def is_zero(self) -> bool:
+        return not (self.milli_cpu or self.memory or self.ephemeral_storage or any(self.scalar.values()))
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    def tolerates(self, taint: Taint) -> bool:
+        """ToleratesTaint from k8s.io/api/core/v1: effect, then key, then operator."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        op = self.operator
+        if op == "Exists":
+            return True
+        if op in ("", "Equal"):
+            return self.value == taint.value
+        if op in ("Lt", "Gt"):
+            try:
+                taint_val = int(taint.value)
+                tol_val = int(self.value)
+            except ValueError:
+                return False
+            return taint_val < tol_val if op == "Lt" else taint_val > tol_val
+        return False
+
+
+def tolerations_tolerate(tolerations: Iterable[Toleration], taint: Taint) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+HostPort = tuple[str, str, int]  # (hostIP, protocol, port), sanitized
+
+
+def sanitize_host_port(ip: str | None, protocol: str | None, port: int) -> HostPort:
+    """Empty host IP means 0.0.0.0 and an empty protocol means TCP (HostPortInfo.sanitize)."""
+    return (ip or DEFAULT_BIND_ALL_HOST_IP, protocol or "TCP", port)
+
+
+class HostPortInfo:
+    """Host ports in use on a node, with the wildcard-IP conflict rule of upstream's HostPortInfo."""
+
+    __slots__ = ("_by_proto_port", "_count")
+
+    def __init__(self) -> None:
+        self._count: dict[HostPort, int] = {}
+        self._by_proto_port: dict[tuple[str, int], dict[str, int]] = {}
+
+    def add(self, hp: HostPort) -> None:
+        ip, proto, port = hp
+        if port <= 0:
+            return
+        self._count[hp] = self._count.get(hp, 0) + 1
+        ips = self._by_proto_port.setdefault((proto, port), {})
+        ips[ip] = ips.get(ip, 0) + 1
+
+    def remove(self, hp: HostPort) -> None:
+        ip, proto, port = hp
+        if port <= 0 or hp not in self._count:
+            return
+        left = self._count[hp] - 1
+        if left:
+            self._count[hp] = left
+        else:
+            del self._count[hp]
+        ips = self._by_proto_port[(proto, port)]
+        if ips[ip] > 1:
+            ips[ip] -= 1
+        else:
+            del ips[ip]
+            if not ips:
+                del self._by_proto_port[(proto, port)]
+
+    def check_conflict(self, hp: HostPort) -> bool:
+        """0.0.0.0 conflicts with the same protocol/port on any IP; an IP conflicts with itself and 0.0.0.0."""
+        ip, proto, port = hp
+        if port <= 0:
+            return False
+        ips = self._by_proto_port.get((proto, port))
+        if not ips:
+            return False
+        if ip == DEFAULT_BIND_ALL_HOST_IP:
+            return True
+        return ip in ips or DEFAULT_BIND_ALL_HOST_IP in ips
+
+    def __len__(self) -> int:
+        return len(self._count)
+
+    def __iter__(self) -> Any:
+        return iter(self._count)
+
+    def clone(self) -> HostPortInfo:
+        other = HostPortInfo()
+        other._count = dict(self._count)
+        other._by_proto_port = {k: dict(v) for k, v in self._by_proto_port.items()}
+        return other
+
+
+def conflicts(a: HostPort, b: HostPort) -> bool:
+    """Whether two sanitized host ports clash (same protocol and port, overlapping IPs)."""
+    if a[2] <= 0 or b[2] <= 0 or a[1] != b[1] or a[2] != b[2]:
+        return False
+    return a[0] == b[0] or DEFAULT_BIND_ALL_HOST_IP in (a[0], b[0])
+
+
+def normalized_image_name(name: str) -> str:
+    """Append ":latest" when an image reference has no tag (imagelocality.normalizedImageName)."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def zone_key(labels: Mapping[str, str]) -> str:
+    """GetZoneKey: beta labels first; region + ":\\x00:" + zone, or "" when both are missing."""
+    zone = labels.get(ZONE_LABEL_BETA) or labels.get(ZONE_LABEL) or ""
+    region = labels.get(REGION_LABEL_BETA) or labels.get(REGION_LABEL) or ""
+    if not zone and not region:
+        return ""
+    return region + ":\x00:" + zone
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pods
+
+
+@dataclass(slots=True, eq=False)
+class PodInfo:
+    """What the scheduler needs to know about a pod, parsed once per object change."""
+
+    uid: str
+    namespace: str
+    name: str
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int = 0
+    labels: dict[str, str] = field(default_factory=dict)
+    terminating: bool = False
+    phase: str = ""
+    requests: Resource = field(default_factory=Resource)
+    non_zero_cpu: int = 0
+    non_zero_memory: int = 0
+    host_ports: tuple[HostPort, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity: JSON | None = None
+    images: tuple[str, ...] = ()
+    num_containers: int = 0
+    nominated_node_name: str = ""
+    scheduling_gates: tuple[str, ...] = ()
+    preemption_policy: str = "PreemptLowerPriority"
+    owner_kind: str = ""
+    owner_name: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    creation_timestamp: str = ""
+    spec_fingerprint: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def with_node(self, node_name: str) -> PodInfo:
+        """A copy placed on node_name (what AssumePod stores)."""
+        copy = PodInfo(**{f: getattr(self, f) for f in _POD_FIELDS})
+        copy.node_name = node_name
+        return copy
+
+
+_POD_FIELDS = tuple(PodInfo.__dataclass_fields__)
+
+
+def _container_requests(container: Mapping[str, Any], where: str) -> Resource:
+    resources = container.get("resources") or {}
+    requests = dict(resources.get("limits") or {})  # API defaulting: a limit without a request is the request
+    requests.update(resources.get("requests") or {})
+    return Resource.from_list(requests, f"{where}.resources.requests")
+
+
+def _non_missing(container: Mapping[str, Any], res: Resource) -> Resource:
+    """NonMissingContainerRequests: a container without a cpu/memory request counts as 100m/200Mi."""
+    resources = container.get("resources") or {}
+    present = set(resources.get("requests") or {}) | set(resources.get("limits") or {})
+    out = res.clone()
+    if CPU not in present:
+        out.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
+    if MEMORY not in present:
+        out.memory = DEFAULT_MEMORY_REQUEST
+    return out
+
+
+def _aggregate(regular: list[Resource], init: list[tuple[Resource, bool]]) -> Resource:
+    """PodRequests: sum of containers, sidecars added, each init container's use max'ed in."""
+    reqs = Resource()
+    for r in regular:
+        reqs.add(r)
+    sidecars = Resource()
+    init_max = Resource()
+    for r, is_sidecar in init:
+        if is_sidecar:
+            reqs.add(r)
+            sidecars.add(r)
+            use = sidecars.clone()
+        else:
+            use = r.clone()
+            use.add(sidecars)
+        init_max.set_max(use)
+    reqs.set_max(init_max)
+    return reqs
+
+
+def compute_pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
+    """Return (requests, non-zero cpu, non-zero memory) for a pod spec, sidecar- and overhead-aware."""
+    containers = spec.get("containers") or []
+    init_containers = spec.get("initContainers") or []
+    regular = [_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(containers)]
+    init = [
+        (_container_requests(c, f"spec.initContainers[{i}]"), c.get("restartPolicy") == "Always")
+        for i, c in enumerate(init_containers)
+    ]
+    reqs = _aggregate(regular, init)
+    non_zero = _aggregate(
+        [_non_missing(c, r) for c, r in zip(containers, regular, strict=True)],
+        [(_non_missing(c, r), side) for c, (r, side) in zip(init_containers, init, strict=True)],
+    )
+    pod_level = (spec.get("resources") or {}).get("requests")
+    if pod_level:
+        level = Resource.from_list(pod_level, "spec.resources.requests")
+        if CPU in pod_level:
+            reqs.milli_cpu = non_zero.milli_cpu = level.milli_cpu
+        if MEMORY in pod_level:
+            reqs.memory = non_zero.memory = level.memory
+        for name, qty in level.scalar.items():
+            if name.startswith("hugepages-"):
+                reqs.scalar[name] = qty
+    overhead = spec.get("overhead")
+    if overhead:
+        extra = Resource.from_list(overhead, "spec.overhead")
+        reqs.add(extra)
+        non_zero.milli_cpu += extra.milli_cpu
+        non_zero.memory += extra.memory
+    return reqs, non_zero.milli_cpu, non_zero.memory
+
+
+def _int_field(value: Any, where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ParseError(f"{where}: expected an integer, got {value!r}")
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ParseError(f"{where}: expected an integer, got {value!r}") from exc
+
+
+def _pod_host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    host_network = bool(spec.get("hostNetwork"))
+    ports: list[HostPort] = []
+    for i, container in enumerate(spec.get("containers") or []):
+        for j, port in enumerate(container.get("ports") or []):
+            where = f"spec.containers[{i}].ports[{j}]"
+            host_port = _int_field(port.get("hostPort"), f"{where}.hostPort")
+            if host_network and host_port == 0:
+                # The API server defaults hostPort to containerPort for hostNetwork pods.
+                host_port = _int_field(port.get("containerPort"), f"{where}.containerPort")
+            if host_port > 0:
+                ports.append(sanitize_host_port(port.get("hostIP"), port.get("protocol"), host_port))
+    return tuple(ports)
+
+
+def _tolerations(raw: Any) -> tuple[Toleration, ...]:
+    if not raw:
+        return ()
+    if not isinstance(raw, list):
+        raise ParseError(f"spec.tolerations: expected a list, got {type(raw).__name__}")
+    out = []
+    for i, t in enumerate(raw):
+        if not isinstance(t, dict):
+            raise ParseError(f"spec.tolerations[{i}]: expected an object")
+        out.append(
+            Toleration(
+                str(t.get("key") or ""),
+                str(t.get("operator") or ""),
+                str(t.get("value") or ""),
+                str(t.get("effect") or ""),
+            )
+        )
+    return tuple(out)
+
+
+def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
+    """Parse a v1 Pod dict; raise ParseError naming the field when the pod cannot be understood."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise ParseError("metadata.name: required")
+    if not isinstance(spec, dict):
+        raise ParseError("spec: required")
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise ParseError("spec.containers: at least one container is required")
+    for i, c in enumerate(containers):
+        if not isinstance(c, dict):
+            raise ParseError(f"spec.containers[{i}]: expected an object")
+    requests, nz_cpu, nz_mem = compute_pod_requests(spec)
+    node_selector = spec.get("nodeSelector") or {}
+    if not isinstance(node_selector, dict):
+        raise ParseError("spec.nodeSelector: expected a map of strings")
+    affinity = spec.get("affinity")
+    if affinity is not None and not isinstance(affinity, dict):
+        raise ParseError("spec.affinity: expected an object")
+    images = [c.get("image") or "" for c in (spec.get("initContainers") or [])]
+    images += [c.get("image") or "" for c in containers]
+    owner_kind = owner_name = ""
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller"):
+            owner_kind, owner_name = str(ref.get("kind", "")), str(ref.get("name", ""))
+    namespace = str(meta.get("namespace") or "default")
+    status = obj.get("status") or {}
+    return PodInfo(
+        uid=str(meta.get("uid") or f"{namespace}/{meta['name']}"),
+        namespace=namespace,
+        name=str(meta["name"]),
+        node_name=str(spec.get("nodeName") or ""),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        priority=_int_field(spec.get("priority"), "spec.priority"),
+        labels=dict(meta.get("labels") or {}),
+        terminating=bool(meta.get("deletionTimestamp")),
+        phase=str(status.get("phase") or ""),
+        requests=requests,
+        non_zero_cpu=nz_cpu,
+        non_zero_memory=nz_mem,
+        host_ports=_pod_host_ports(spec),
+        tolerations=_tolerations(spec.get("tolerations")),
+        node_selector={str(k): str(v) for k, v in node_selector.items()},
+        affinity=affinity or None,
+        images=tuple(normalized_image_name(i) for i in images if i),
+        num_containers=len(images),
+        nominated_node_name=str(status.get("nominatedNodeName") or ""),
+        scheduling_gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or []),
+        preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        generation=_int_field(meta.get("generation"), "metadata.generation"),
+        creation_timestamp=str(meta.get("creationTimestamp") or ""),
+        spec_fingerprint=hash(repr(sorted(spec.items(), key=lambda kv: kv[0]))),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Nodes
+
+
+@dataclass(slots=True, eq=False)
+class NodeRecord:
+    """What the scheduler needs to know about a node, parsed once per object change."""
+
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    allocatable: Resource = field(default_factory=Resource)
+    images: dict[str, int] = field(default_factory=dict)  # normalized image name -> size in bytes
+    zone: str = ""
+    resource_version: str = ""
+
+
+def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
+    """Parse a v1 Node dict; raise ParseError naming the field when it cannot be understood."""
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise ParseError("metadata.name: required")
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    taints = []
+    for i, t in enumerate(spec.get("taints") or []):
+        if not isinstance(t, dict) or not t.get("key") or not t.get("effect"):
+            raise ParseError(f"spec.taints[{i}]: key and effect are required")
+        taints.append(Taint(str(t["key"]), str(t.get("value") or ""), str(t["effect"])))
+    allocatable = status.get("allocatable") or status.get("capacity") or {}
+    images: dict[str, int] = {}
+    for img in status.get("images") or []:
+        size = _int_field(img.get("sizeBytes"), "status.images[].sizeBytes")
+        for name in img.get("names") or []:
+            images[normalized_image_name(str(name))] = size
+    return NodeRecord(
+        name=str(meta["name"]),
+        labels=labels,
+        taints=tuple(taints),
+        unschedulable=bool(spec.get("unschedulable")),
+        allocatable=Resource.from_list(allocatable, "status.allocatable"),
+        images=images,
+        zone=zone_key(labels),
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+class NodeInfo:
+    """A node and the pods the scheduler believes are on it, with their summed requests and ports."""
+
+    __slots__ = (
+        "generation",
+        "name",
+        "node",
+        "non_zero_cpu",
+        "non_zero_memory",
+        "pods",
+        "requested",
+        "used_ports",
+    )
+
+    def __init__(self, name: str, node: NodeRecord | None = None) -> None:
+        self.name = name
+        self.node = node
+        self.pods: dict[str, PodInfo] = {}
+        self.requested = Resource()
+        self.non_zero_cpu = 0
+        self.non_zero_memory = 0
+        self.used_ports = HostPortInfo()
+        self.generation = 0
+
+    @property
+    def allocatable(self) -> Resource:
+        return self.node.allocatable if self.node is not None else Resource()
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self.pods[pod.uid] = pod
+        self.requested.add(pod.requests)
+        self.non_zero_cpu += pod.non_zero_cpu
+        self.non_zero_memory += pod.non_zero_memory
+        for hp in pod.host_ports:
+            self.used_ports.add(hp)
+
+    def remove_pod(self, uid: str) -> PodInfo | None:
+        pod = self.pods.pop(uid, None)
+        if pod is None:
+            return None
+        self.requested.sub(pod.requests)
+        self.non_zero_cpu -= pod.non_zero_cpu
+        self.non_zero_memory -= pod.non_zero_memory
+        for hp in pod.host_ports:
+            self.used_ports.remove(hp)
+        return pod
+
+    def clone(self) -> NodeInfo:
+        other = NodeInfo(self.name, self.node)
+        other.pods = dict(self.pods)
+        other.requested = self.requested.clone()
+        other.non_zero_cpu = self.non_zero_cpu
+        other.non_zero_memory = self.non_zero_memory
+        other.used_ports = self.used_ports.clone()
+        other.generation = self.generation
+        return other
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name!r}, pods={len(self.pods)})"

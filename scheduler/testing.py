@@ -1,0 +1,339 @@
+"""Fluent builders for Pod and Node API objects, shared by tests, benchmarks and examples.
+
+They read like sentences, as upstream's st.MakePod() does:
+``make_pod("web").req(cpu="500m").host_port(8080).toleration("gpu", effect="NoSchedule").obj()``.
+``obj()`` returns the raw API dict; ``info()`` returns the parsed core record.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+from scheduler.framework.types import (
+    REGION_LABEL,
+    ZONE_LABEL,
+    NodeRecord,
+    PodInfo,
+    parse_node,
+    parse_pod,
+)
+
+_uid = itertools.count(1)
+
+JSON = dict[str, Any]
+
+
+def _resources(cpu: str | None, memory: str | None, extra: dict[str, str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if cpu is not None:
+        out["cpu"] = cpu
+    if memory is not None:
+        out["memory"] = memory
+    out.update(extra or {})
+    return out
+
+
+class PodBuilder:
+    """Builds a v1 Pod dict step by step."""
+
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self._obj: JSON = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}-{next(_uid)}"},
+            "spec": {"containers": [], "schedulerName": "pyscheduler"},
+            "status": {"phase": "Pending"},
+        }
+
+    @property
+    def _spec(self) -> JSON:
+        spec: JSON = self._obj["spec"]
+        return spec
+
+    def _container(self) -> JSON:
+        containers: list[JSON] = self._spec["containers"]
+        if not containers:
+            containers.append({"name": "c0", "image": "registry.k8s.io/pause:3.10"})
+        return containers[-1]
+
+    def uid(self, uid: str) -> PodBuilder:
+        self._obj["metadata"]["uid"] = uid
+        return self
+
+    def labels(self, **labels: str) -> PodBuilder:
+        self._obj["metadata"].setdefault("labels", {}).update(labels)
+        return self
+
+    def label(self, key: str, value: str) -> PodBuilder:
+        self._obj["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def scheduler_name(self, name: str) -> PodBuilder:
+        self._spec["schedulerName"] = name
+        return self
+
+    def node(self, node_name: str) -> PodBuilder:
+        self._spec["nodeName"] = node_name
+        self._obj["status"]["phase"] = "Running"
+        return self
+
+    def nominated_node(self, node_name: str) -> PodBuilder:
+        self._obj["status"]["nominatedNodeName"] = node_name
+        return self
+
+    def priority(self, value: int) -> PodBuilder:
+        self._spec["priority"] = value
+        return self
+
+    def terminating(self) -> PodBuilder:
+        self._obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return self
+
+    def phase(self, phase: str) -> PodBuilder:
+        self._obj["status"]["phase"] = phase
+        return self
+
+    def container(
+        self,
+        name: str | None = None,
+        image: str = "registry.k8s.io/pause:3.10",
+        requests: dict[str, str] | None = None,
+        limits: dict[str, str] | None = None,
+    ) -> PodBuilder:
+        """Append a container; requests/limits are ResourceLists."""
+        containers: list[JSON] = self._spec["containers"]
+        c: JSON = {"name": name or f"c{len(containers)}", "image": image}
+        res: JSON = {}
+        if requests:
+            res["requests"] = dict(requests)
+        if limits:
+            res["limits"] = dict(limits)
+        if res:
+            c["resources"] = res
+        containers.append(c)
+        return self
+
+    def req(self, cpu: str | None = None, memory: str | None = None, **extra: str) -> PodBuilder:
+        """Add a container requesting these amounts (use `extended` for names with a slash)."""
+        return self.container(requests=_resources(cpu, memory, extra))
+
+    def extended(self, name: str, quantity: str) -> PodBuilder:
+        """Request an extended resource (e.g. nvidia.com/gpu) on the last container."""
+        c = self._container()
+        c.setdefault("resources", {}).setdefault("requests", {})[name] = quantity
+        return self
+
+    def init_container(
+        self,
+        requests: dict[str, str] | None = None,
+        restart_policy: str | None = None,
+        image: str = "registry.k8s.io/busybox:1.36",
+    ) -> PodBuilder:
+        """Append an init container; restart_policy="Always" makes it a sidecar."""
+        inits: list[JSON] = self._spec.setdefault("initContainers", [])
+        c: JSON = {"name": f"init{len(inits)}", "image": image}
+        if requests:
+            c["resources"] = {"requests": dict(requests)}
+        if restart_policy:
+            c["restartPolicy"] = restart_policy
+        inits.append(c)
+        return self
+
+    def overhead(self, cpu: str | None = None, memory: str | None = None) -> PodBuilder:
+        self._spec["overhead"] = _resources(cpu, memory, None)
+        return self
+
+    def host_port(
+        self, port: int, protocol: str = "", host_ip: str = "", container_port: int | None = None
+    ) -> PodBuilder:
+        """Declare a container port bound to a host port on the last container."""
+        entry: JSON = {"containerPort": container_port if container_port is not None else port}
+        if port:
+            entry["hostPort"] = port
+        if protocol:
+            entry["protocol"] = protocol
+        if host_ip:
+            entry["hostIP"] = host_ip
+        self._container().setdefault("ports", []).append(entry)
+        return self
+
+    def container_port(self, port: int, protocol: str = "") -> PodBuilder:
+        """Declare a container port without a host port (hostNetwork pods get hostPort=containerPort)."""
+        entry: JSON = {"containerPort": port}
+        if protocol:
+            entry["protocol"] = protocol
+        self._container().setdefault("ports", []).append(entry)
+        return self
+
+    def host_network(self) -> PodBuilder:
+        self._spec["hostNetwork"] = True
+        return self
+
+    def image(self, image: str) -> PodBuilder:
+        self._container()["image"] = image
+        return self
+
+    def node_selector(self, **labels: str) -> PodBuilder:
+        self._spec.setdefault("nodeSelector", {}).update(labels)
+        return self
+
+    def node_selector_map(self, labels: dict[str, str]) -> PodBuilder:
+        self._spec.setdefault("nodeSelector", {}).update(labels)
+        return self
+
+    def _node_affinity(self) -> JSON:
+        aff: JSON = self._spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+        return aff
+
+    def required_term(
+        self, expressions: list[JSON] | None = None, fields: list[JSON] | None = None
+    ) -> PodBuilder:
+        """Add an ORed nodeSelectorTerm to requiredDuringSchedulingIgnoredDuringExecution."""
+        req = self._node_affinity().setdefault(
+            "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []}
+        )
+        term: JSON = {}
+        if expressions is not None:
+            term["matchExpressions"] = expressions
+        if fields is not None:
+            term["matchFields"] = fields
+        req["nodeSelectorTerms"].append(term)
+        return self
+
+    def node_affinity_in(self, key: str, values: list[str]) -> PodBuilder:
+        return self.required_term([expr(key, "In", values)])
+
+    def node_affinity_not_in(self, key: str, values: list[str]) -> PodBuilder:
+        return self.required_term([expr(key, "NotIn", values)])
+
+    def pin_to_node(self, node_name: str) -> PodBuilder:
+        """Pin with `matchFields metadata.name In [node]`, as the DaemonSet controller does."""
+        return self.required_term(fields=[expr("metadata.name", "In", [node_name])])
+
+    def preferred_term(self, weight: int, expressions: list[JSON]) -> PodBuilder:
+        prefs: list[JSON] = self._node_affinity().setdefault(
+            "preferredDuringSchedulingIgnoredDuringExecution", []
+        )
+        prefs.append({"weight": weight, "preference": {"matchExpressions": expressions}})
+        return self
+
+    def toleration(
+        self, key: str = "", value: str = "", effect: str = "", operator: str = ""
+    ) -> PodBuilder:
+        tol: JSON = {}
+        if key:
+            tol["key"] = key
+        if operator:
+            tol["operator"] = operator
+        elif not value and key:
+            tol["operator"] = "Exists"
+        if value:
+            tol["value"] = value
+        if effect:
+            tol["effect"] = effect
+        if not key and not operator:
+            tol["operator"] = "Exists"
+        self._spec.setdefault("tolerations", []).append(tol)
+        return self
+
+    def owner(self, kind: str, name: str, uid: str = "owner-uid") -> PodBuilder:
+        self._obj["metadata"]["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid, "controller": True}
+        ]
+        return self
+
+    def obj(self) -> JSON:
+        """The raw v1 Pod dict (a deep copy; the builder can be reused)."""
+        out = copy.deepcopy(self._obj)
+        if not out["spec"]["containers"]:
+            out["spec"]["containers"] = [{"name": "c0", "image": "registry.k8s.io/pause:3.10"}]
+        return out
+
+    def info(self) -> PodInfo:
+        return parse_pod(self.obj())
+
+
+class NodeBuilder:
+    """Builds a Ready v1 Node dict step by step."""
+
+    def __init__(self, name: str) -> None:
+        self._obj: JSON = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {},
+            "status": {
+                "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+                "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+
+    def labels(self, **labels: str) -> NodeBuilder:
+        self._obj["metadata"]["labels"].update(labels)
+        return self
+
+    def label(self, key: str, value: str) -> NodeBuilder:
+        self._obj["metadata"]["labels"][key] = value
+        return self
+
+    def zone(self, zone: str, region: str | None = None) -> NodeBuilder:
+        self._obj["metadata"]["labels"][ZONE_LABEL] = zone
+        if region is not None:
+            self._obj["metadata"]["labels"][REGION_LABEL] = region
+        return self
+
+    def capacity(
+        self, cpu: str | None = None, memory: str | None = None, pods: str | None = None, **extra: str
+    ) -> NodeBuilder:
+        """Set allocatable (and capacity) for the given resources, keeping the others."""
+        res = _resources(cpu, memory, extra)
+        if pods is not None:
+            res["pods"] = pods
+        self._obj["status"]["allocatable"].update(res)
+        self._obj["status"]["capacity"].update(res)
+        return self
+
+    def extended(self, name: str, quantity: str) -> NodeBuilder:
+        self._obj["status"]["allocatable"][name] = quantity
+        self._obj["status"]["capacity"][name] = quantity
+        return self
+
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeBuilder:
+        t: JSON = {"key": key, "effect": effect}
+        if value:
+            t["value"] = value
+        self._obj["spec"].setdefault("taints", []).append(t)
+        return self
+
+    def unschedulable(self, value: bool = True) -> NodeBuilder:
+        self._obj["spec"]["unschedulable"] = value
+        return self
+
+    def image(self, name: str, size_bytes: int) -> NodeBuilder:
+        self._obj["status"].setdefault("images", []).append({"names": [name], "sizeBytes": size_bytes})
+        return self
+
+    def obj(self) -> JSON:
+        return copy.deepcopy(self._obj)
+
+    def info(self) -> NodeRecord:
+        return parse_node(self.obj())
+
+
+def expr(key: str, operator: str, values: list[str] | None = None) -> JSON:
+    """A NodeSelectorRequirement dict."""
+    out: JSON = {"key": key, "operator": operator}
+    if values is not None:
+        out["values"] = list(values)
+    return out
+
+
+def make_pod(name: str = "pod", namespace: str = "default") -> PodBuilder:
+    return PodBuilder(name, namespace)
+
+
+def make_node(name: str = "node") -> NodeBuilder:
+    return NodeBuilder(name)
