@@ -37,7 +37,10 @@ def parse_quantity(text: str | int | float) -> Fraction:
         return Fraction(str(text))
     match = _QUANTITY.match(text.strip())
     if match is None:
-        raise QuantityError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text!r}")
+        raise QuantityError(
+            f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', "
+            f"got {text!r}"
+        )
     sign, number, suffix = match.groups()
     value = Fraction(number)
     if suffix:

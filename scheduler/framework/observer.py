@@ -1,0 +1,47 @@
+"""Hooks the core calls to report what it did; the cluster adapter turns them into Prometheus metrics.
+
+The core must not import prometheus_client (layering contract), so it talks to this small interface whose
+default does nothing.
+"""
+
+from __future__ import annotations
+
+from scheduler.framework.status import Code
+
+CODE_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+class Observer:
+    """No-op observer; subclass to record metrics. Every method must be cheap and must not raise."""
+
+    def extension_point(self, point: str, code: Code, profile: str, seconds: float) -> None:
+        """scheduler_framework_extension_point_duration_seconds{extension_point,status,profile}."""
+
+    def plugin_execution(self, plugin: str, point: str, code: Code, seconds: float) -> None:
+        """scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}."""
+
+    def algorithm(self, seconds: float) -> None:
+        """scheduler_scheduling_algorithm_duration_seconds."""
+
+    def attempt(self, result: str, profile: str, seconds: float) -> None:
+        """scheduler_schedule_attempts_total and scheduler_scheduling_attempt_duration_seconds."""
+
+    def pod_scheduled(self, attempts: int, sli_seconds: float | None) -> None:
+        """scheduler_pod_scheduling_attempts and scheduler_pod_scheduling_sli_duration_seconds."""
+
+    def queue_incoming(self, queue: str, event: str) -> None:
+        """scheduler_queue_incoming_pods_total{queue,event}."""
+
+    def binding(self, seconds: float, ok: bool) -> None:
+        """Binding latency and outcome (extension point Bind is reported separately)."""
+
+    def cache_drift(self, kind: str, count: int) -> None:
+        """pyscheduler_cache_drift_repaired_total{kind}: objects the relist reconciliation repaired."""

@@ -1,0 +1,448 @@
+"""The framework of one profile: runs each extension point's plugins in order (upstream runtime/framework.go).
+
+Filters run plugin-major over a batch of nodes: each plugin sees the nodes that passed every earlier plugin,
+so a node's status still comes from the first plugin that rejects it, exactly as upstream's per-node loop,
+while Python pays one call per plugin instead of one per plugin and node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    ClusterEvent,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from scheduler.framework.observer import Observer
+from scheduler.framework.status import Code, Status, error_status
+from scheduler.framework.types import NodeInfo, PodInfo
+
+PRE_FILTER = "PreFilter"
+FILTER = "Filter"
+POST_FILTER = "PostFilter"
+PRE_SCORE = "PreScore"
+SCORE = "Score"
+RESERVE = "Reserve"
+PERMIT = "Permit"
+PRE_BIND = "PreBind"
+BIND = "Bind"
+POST_BIND = "PostBind"
+
+# The longest a Permit plugin may make a pod wait (upstream maxTimeout).
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+
+@dataclass(slots=True)
+class ScoreResult:
+    """Totals parallel to the scored nodes, plus each plugin's weighted scores for explanations."""
+
+    totals: list[int]
+    per_plugin: list[tuple[str, list[int]]] = field(default_factory=list)
+
+
+class WaitingPod:
+    """A pod parked at Permit until every waiting plugin allows it, one rejects it, or it times out."""
+
+    def __init__(self, pod: PodInfo, pending: dict[str, float]) -> None:
+        self.pod = pod
+        self.pending = dict(pending)
+        self._done: asyncio.Future[Status | None] | None = None
+
+    def _future(self) -> asyncio.Future[Status | None]:
+        if self._done is None:
+            self._done = asyncio.get_running_loop().create_future()
+        return self._done
+
+    def allow(self, plugin: str) -> None:
+        self.pending.pop(plugin, None)
+        if not self.pending and not self._future().done():
+            self._future().set_result(None)
+
+    def reject(self, plugin: str, message: str) -> None:
+        if not self._future().done():
+            self._future().set_result(Status(Code.UNSCHEDULABLE, (message,), plugin))
+
+    async def wait(self) -> Status | None:
+        timeout = min(max(self.pending.values(), default=0.0), MAX_PERMIT_TIMEOUT)
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._future()), timeout)
+        except TimeoutError:
+            plugin = next(iter(self.pending), "")
+            return Status(
+                Code.UNSCHEDULABLE, (f"rejected due to timeout after waiting {timeout}s at plugin {plugin}",), plugin
+            )
+
+
+class Framework:
+    """Plugins of one profile wired to their extension points, with weights for Score."""
+
+    def __init__(
+        self,
+        profile_name: str,
+        plugins: Sequence[Plugin],
+        points: Mapping[str, Sequence[str]],
+        score_weights: Mapping[str, int],
+        percentage_of_nodes_to_score: int | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        """`points` maps an extension point name to the ordered plugin names enabled there."""
+        self.profile_name = profile_name
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.observer = observer or Observer()
+        self.plugins: dict[str, Plugin] = {p.name: p for p in plugins}
+
+        def pick(point: str, kind: type[Plugin]) -> list[Plugin]:
+            out = []
+            for name in points.get(point, ()):
+                plugin = self.plugins[name]
+                if not isinstance(plugin, kind):
+                    raise TypeError(f"plugin {name!r} does not extend {point}")
+                out.append(plugin)
+            return out
+
+        sorts = pick("queueSort", QueueSortPlugin)
+        self.queue_sort: QueueSortPlugin | None = sorts[0] if sorts else None  # type: ignore[assignment]
+        self.pre_enqueue: list[PreEnqueuePlugin] = pick("preEnqueue", PreEnqueuePlugin)  # type: ignore[assignment]
+        self.pre_filter: list[PreFilterPlugin] = pick("preFilter", PreFilterPlugin)  # type: ignore[assignment]
+        self.filter: list[FilterPlugin] = pick("filter", FilterPlugin)  # type: ignore[assignment]
+        self.post_filter: list[PostFilterPlugin] = pick("postFilter", PostFilterPlugin)  # type: ignore[assignment]
+        self.pre_score: list[PreScorePlugin] = pick("preScore", PreScorePlugin)  # type: ignore[assignment]
+        self.score: list[ScorePlugin] = pick("score", ScorePlugin)  # type: ignore[assignment]
+        self.score_weights = {p.name: int(score_weights.get(p.name) or 1) for p in self.score}
+        self.reserve: list[ReservePlugin] = pick("reserve", ReservePlugin)  # type: ignore[assignment]
+        self.permit: list[PermitPlugin] = pick("permit", PermitPlugin)  # type: ignore[assignment]
+        self.pre_bind: list[PreBindPlugin] = pick("preBind", PreBindPlugin)  # type: ignore[assignment]
+        self.bind: list[BindPlugin] = pick("bind", BindPlugin)  # type: ignore[assignment]
+        self.post_bind: list[PostBindPlugin] = pick("postBind", PostBindPlugin)  # type: ignore[assignment]
+        self.waiting_pods: dict[str, WaitingPod] = {}
+
+    # ------------------------------------------------------------------ queueing
+
+    def events_to_register(self) -> dict[str, list[ClusterEvent]]:
+        """Plugin name -> cluster events that may make a pod it rejected schedulable."""
+        out: dict[str, list[ClusterEvent]] = {}
+        for plugin in self.plugins.values():
+            if isinstance(plugin, EnqueueExtensions):
+                out[plugin.name] = plugin.events_to_register()
+        return out
+
+    def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
+        for pl in self.pre_enqueue:
+            try:
+                status = pl.pre_enqueue(pod)
+            except Exception as exc:  # a broken plugin must not stop the queue
+                return error_status(f"running PreEnqueue plugin {pl.name!r}: {exc}", pl.name)
+            if status is not None and status.code != Code.SUCCESS:
+                return status.with_plugin(pl.name)
+        return None
+
+    # ------------------------------------------------------------------ filtering
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self.filter)
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.post_filter)
+
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Run PreFilter; returns (node-set narrowing, status, plugins that narrowed the node set)."""
+        start = time.perf_counter()
+        result: PreFilterResult | None = None
+        plugins_with_nodes: set[str] = set()
+        return_status: Status | None = None
+        try:
+            for pl in self.pre_filter:
+                try:
+                    r, s = pl.pre_filter(state, pod, nodes)
+                except Exception as exc:
+                    return None, error_status(f'running PreFilter plugin "{pl.name}": {exc}', pl.name), set()
+                if s is not None and s.code == Code.SKIP:
+                    state.skip_filter_plugins.add(pl.name)
+                    continue
+                if s is not None and s.code != Code.SUCCESS:
+                    s = s.with_plugin(pl.name)
+                    if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                        return None, s, set()
+                    if s.code == Code.UNSCHEDULABLE:
+                        return_status = s
+                        continue
+                    return None, error_status(f'running PreFilter plugin "{pl.name}": {s.message()}', pl.name), set()
+                if r is not None and not r.all_nodes():
+                    plugins_with_nodes.add(pl.name)
+                if r is not None:
+                    result = r if result is None else result.merge(r)
+                if result is not None and result.node_names is not None and not result.node_names:
+                    names = sorted(plugins_with_nodes)
+                    if len(names) == 1:
+                        msg = f"node(s) didn't satisfy plugin {names[0]}"
+                    else:
+                        msg = f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,)), plugins_with_nodes
+            return result, return_status, plugins_with_nodes
+        finally:
+            code = return_status.code if return_status is not None else Code.SUCCESS
+            self.observer.extension_point(PRE_FILTER, code, self.profile_name, time.perf_counter() - start)
+
+    def run_filters(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Status | None], Status | None]:
+        """Filter nodes; returns a status per node (None = feasible) or an Error status for the cycle."""
+        results: list[Status | None] = [None] * len(nodes)
+        alive_idx = list(range(len(nodes)))
+        alive = list(nodes)
+        skip = state.skip_filter_plugins
+        for pl in self.filter:
+            if not alive:
+                break
+            if pl.name in skip:
+                continue
+            try:
+                statuses = pl.filter_batch(state, pod, alive)
+            except Exception as exc:
+                return results, error_status(f'running "{pl.name}" filter plugin: {exc}', pl.name)
+            next_idx: list[int] = []
+            next_alive: list[NodeInfo] = []
+            for i, node, st in zip(alive_idx, alive, statuses, strict=True):
+                if st is None or st.code == Code.SUCCESS:
+                    next_idx.append(i)
+                    next_alive.append(node)
+                elif st.code == Code.ERROR:
+                    return results, error_status(f'running "{pl.name}" filter plugin: {st.message()}', pl.name)
+                else:
+                    results[i] = st if st.plugin == pl.name else st.with_plugin(pl.name)
+            alive_idx, alive = next_idx, next_alive
+        return results, None
+
+    def run_filter_plugins(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        """Filter one node (nominated node, explanations); None when it passes."""
+        statuses, err = self.run_filters(state, pod, [node])
+        return err if err is not None else statuses[0]
+
+    def run_filter_each(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> list[tuple[str, Status | None]]:
+        """Run every filter on one node without stopping at the first rejection (for explanations)."""
+        out: list[tuple[str, Status | None]] = []
+        for pl in self.filter:
+            if pl.name in state.skip_filter_plugins:
+                out.append((pl.name, Status(Code.SKIP, (), pl.name)))
+                continue
+            try:
+                st = pl.filter(state, pod, node)
+            except Exception as exc:
+                st = error_status(exc, pl.name)
+            out.append((pl.name, None if st is None or st.code == Code.SUCCESS else st.with_plugin(pl.name)))
+        return out
+
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, node_to_status: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Run PostFilter plugins until one succeeds; rejection messages are joined like upstream."""
+        start = time.perf_counter()
+        reasons: list[str] = []
+        rejector = ""
+        result: PostFilterResult | None = None
+        final = Status(Code.UNSCHEDULABLE)
+        for pl in self.post_filter:
+            try:
+                r, s = pl.post_filter(state, pod, node_to_status)
+            except Exception as exc:
+                final = error_status(exc, pl.name)
+                break
+            if s is None or s.code == Code.SUCCESS:
+                final = Status(Code.SUCCESS, s.reasons if s else (), pl.name)
+                result = r
+                break
+            if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                final = Status(s.code, s.reasons, pl.name)
+                break
+            if s.code != Code.UNSCHEDULABLE:
+                final = s.with_plugin(pl.name)
+                break
+            reasons.extend(s.reasons)
+            rejector = rejector or pl.name
+            result = r or result
+        else:
+            final = Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+        self.observer.extension_point(POST_FILTER, final.code, self.profile_name, time.perf_counter() - start)
+        return result, final
+
+    # ------------------------------------------------------------------ scoring
+
+    def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        start = time.perf_counter()
+        code = Code.SUCCESS
+        try:
+            for pl in self.pre_score:
+                try:
+                    s = pl.pre_score(state, pod, nodes)
+                except Exception as exc:
+                    code = Code.ERROR
+                    return error_status(f'running PreScore plugin "{pl.name}": {exc}', pl.name)
+                if s is None or s.code == Code.SUCCESS:
+                    continue
+                if s.code == Code.SKIP:
+                    state.skip_score_plugins.add(pl.name)
+                    continue
+                code = Code.ERROR
+                return error_status(f'running PreScore plugin "{pl.name}": {s.message()}', pl.name)
+            return None
+        finally:
+            self.observer.extension_point(PRE_SCORE, code, self.profile_name, time.perf_counter() - start)
+
+    def run_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[ScoreResult, Status | None]:
+        """Score, normalize and weight; totals[i] is node i's weighted sum over plugins."""
+        start = time.perf_counter()
+        totals = [0] * len(nodes)
+        result = ScoreResult(totals)
+        code = Code.SUCCESS
+        try:
+            for pl in self.score:
+                if pl.name in state.skip_score_plugins:
+                    continue
+                try:
+                    scores = pl.score_batch(state, pod, nodes)
+                    if pl.has_normalize:
+                        s = pl.normalize_score(state, pod, scores)
+                        if s is not None and s.code != Code.SUCCESS:
+                            raise RuntimeError(s.message())
+                except Exception as exc:
+                    code = Code.ERROR
+                    return result, error_status(f"running Score plugins: plugin {pl.name!r} failed: {exc}", pl.name)
+                lo, hi = (min(scores), max(scores)) if scores else (0, 0)
+                if lo < MIN_NODE_SCORE or hi > MAX_NODE_SCORE:
+                    code = Code.ERROR
+                    bad = lo if lo < MIN_NODE_SCORE else hi
+                    return result, error_status(
+                        f"running Score plugins: plugin {pl.name!r} returns an invalid score {bad}, "
+                        f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        pl.name,
+                    )
+                weight = self.score_weights[pl.name]
+                weighted = [v * weight for v in scores] if weight != 1 else list(scores)
+                result.per_plugin.append((pl.name, weighted))
+                for i, v in enumerate(weighted):
+                    totals[i] += v
+            return result, None
+        finally:
+            self.observer.extension_point(SCORE, code, self.profile_name, time.perf_counter() - start)
+
+    # ------------------------------------------------------------------ reserve, permit, bind
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for pl in self.reserve:
+            try:
+                s = pl.reserve(state, pod, node_name)
+            except Exception as exc:
+                return error_status(f'running Reserve plugin "{pl.name}": {exc}', pl.name)
+            if s is not None and s.code != Code.SUCCESS:
+                if s.is_rejected():
+                    return s.with_plugin(pl.name)
+                return error_status(f'running Reserve plugin "{pl.name}": {s.message()}', pl.name)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for pl in reversed(self.reserve):
+            try:
+                pl.unreserve(state, pod, node_name)
+            except Exception:  # unreserve is best effort, as upstream
+                continue
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Run Permit; a WAIT result parks the pod in waiting_pods for wait_on_permit."""
+        pending: dict[str, float] = {}
+        for pl in self.permit:
+            try:
+                s, timeout = pl.permit(state, pod, node_name)
+            except Exception as exc:
+                return error_status(f'running Permit plugin "{pl.name}": {exc}', pl.name)
+            if s is None or s.code == Code.SUCCESS:
+                continue
+            if s.is_rejected():
+                return s.with_plugin(pl.name)
+            if s.code == Code.WAIT:
+                pending[pl.name] = min(timeout, MAX_PERMIT_TIMEOUT)
+                continue
+            return error_status(f'running Permit plugin "{pl.name}": {s.message()}', pl.name)
+        if pending:
+            self.waiting_pods[pod.uid] = WaitingPod(pod, pending)
+            return Status(Code.WAIT, (), next(iter(pending)))
+        return None
+
+    async def wait_on_permit(self, pod: PodInfo) -> Status | None:
+        waiting = self.waiting_pods.get(pod.uid)
+        if waiting is None:
+            return None
+        try:
+            return await waiting.wait()
+        finally:
+            self.waiting_pods.pop(pod.uid, None)
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for pl in self.pre_bind:
+            try:
+                s = await pl.pre_bind(state, pod, node_name)
+            except Exception as exc:
+                return error_status(f'running PreBind plugin "{pl.name}": {exc}', pl.name)
+            if s is not None and s.code not in (Code.SUCCESS, Code.SKIP):
+                if s.is_rejected():
+                    return s.with_plugin(pl.name)
+                return error_status(f'running PreBind plugin "{pl.name}": {s.message()}', pl.name)
+        return None
+
+    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status: Status | None = Status(Code.SKIP)
+        for pl in self.bind:
+            try:
+                status = await pl.bind(state, pod, node_name)
+            except Exception as exc:
+                status = error_status(f'running Bind plugin "{pl.name}": {exc}', pl.name)
+                break
+            if status is not None and status.code == Code.SKIP:
+                continue
+            if status is not None and status.code != Code.SUCCESS and not status.is_rejected():
+                status = Status(
+                    status.code, (f'running Bind plugin "{pl.name}": {status.message()}',), pl.name, status.error
+                )
+            break
+        code = status.code if status is not None else Code.SUCCESS
+        self.observer.extension_point(BIND, code, self.profile_name, time.perf_counter() - start)
+        if status is not None and status.code == Code.SKIP:
+            return error_status("all bind plugins skipped the pod", "")
+        return status
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for pl in self.post_bind:
+            try:
+                pl.post_bind(state, pod, node_name)
+            except Exception:  # informational extension point
+                continue
