@@ -1,0 +1,46 @@
+"""The writes the scheduler makes, as a protocol the cluster and in-memory adapters implement.
+
+Keeping these behind an interface is what lets `pyscheduler simulate` and `pyscheduler run` share every
+decision: only where the binding and the events go differs.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from scheduler.framework.types import PodInfo
+
+REASON_UNSCHEDULABLE = "Unschedulable"  # v1.PodReasonUnschedulable
+REASON_SCHEDULER_ERROR = "SchedulerError"  # v1.PodReasonSchedulerError
+EVENT_FAILED_SCHEDULING = "FailedScheduling"
+EVENT_SCHEDULED = "Scheduled"
+ACTION_SCHEDULING = "Scheduling"
+ACTION_BINDING = "Binding"
+
+
+class BindError(Exception):
+    """Binding failed; the pod is forgotten and retried with backoff."""
+
+
+class AlreadyBoundError(BindError):
+    """409: the pod is already bound (by us earlier or by someone else); it leaves the queue."""
+
+
+class PodGoneError(BindError):
+    """404: the pod was deleted meanwhile; it leaves the queue."""
+
+
+class ClusterAPI(Protocol):
+    """Writes to the cluster. Implementations must time out every call and never block the loop forever."""
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        """POST pods/binding; raise AlreadyBoundError, PodGoneError or BindError."""
+        ...
+
+    def record_scheduled(self, pod: PodInfo, node_name: str) -> None:
+        """Emit the Normal `Scheduled` event ("Successfully assigned ns/name to node"), asynchronously."""
+        ...
+
+    def record_failure(self, pod: PodInfo, reason: str, message: str) -> None:
+        """Emit the Warning `FailedScheduling` event (truncated) and patch PodScheduled=False, asynchronously."""
+        ...
