@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-from scheduler.backend.cache.cache import Cache, node_update_action
+from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from scheduler.core.api import (
@@ -167,13 +167,13 @@ class Scheduler:
         except ParseError as exc:
             log.error("cannot parse node", extra={"node": name, "error": str(exc)})
             return
-        old = self.cache.node(record.name)
+        info = self.cache.get_node(record.name)
+        old = info.node if info is not None else None
         if old is None:
             self.cache.add_node(record)
             self._move(EVENT_NODE_ADD)
             return
-        self.cache.update_node(old, record)
-        action = node_update_action(old, record)
+        action = self.cache.update_node(old, record)
         if action:
             self._move(ClusterEvent(NODE, action, "NodeUpdate"))
 
@@ -200,7 +200,7 @@ class Scheduler:
     def _forget_pod(self, uid: str) -> None:
         self.queue.delete(uid)
         self._pending.pop(uid, None)
-        if self.cache.pod(uid) is not None:
+        if self.cache.get_pod(uid) is not None:
             self.cache.remove_pod(uid)
             self._move(EVENT_ASSIGNED_POD_DELETE)
 
@@ -208,15 +208,15 @@ class Scheduler:
         if pod.uid in self._pending:
             del self._pending[pod.uid]
             self.queue.delete(pod.uid)
-        old = self.cache.pod(pod.uid)
+        old = self.cache.get_pod(pod.uid)
         if old is None or self.cache.is_assumed(pod.uid):
             self.cache.add_pod(pod)
             if old is None:
                 self._move(EVENT_ASSIGNED_POD_ADD)
             return
-        self.cache.update_pod(old, pod)
-        if old.labels != pod.labels or pod.requests != old.requests:
-            self._move(EVENT_ASSIGNED_POD_UPDATE)
+        action = self.cache.update_pod(old, pod)
+        if action:
+            self._move(ClusterEvent(ASSIGNED_POD, action, "AssignedPodUpdate"))
 
     def _pending_pod(self, pod: PodInfo) -> None:
         if self.cache.is_assumed(pod.uid):
@@ -229,8 +229,7 @@ class Scheduler:
         old = self._pending.get(pod.uid)
         self._pending[pod.uid] = pod
         if old is None or pod.uid not in self.queue:
-            if not self.queue.is_in_flight(pod.uid):
-                self.queue.add(pod)
+            self.queue.add(pod)
         else:
             self.queue.update(old, pod)
         self._notify()
@@ -278,8 +277,8 @@ class Scheduler:
                 if pod.uid not in self._pending:
                     self._pending_pod(pod)
         drift = self.cache.reconcile(node_records, assigned)
-        repaired = drift.counts()
-        for uid in [u for u in self._pending if u not in pending_uids and not self.queue.is_in_flight(u)]:
+        repaired = {kind: len(names) for kind, names in drift.to_dict().items()}
+        for uid in [u for u in self._pending if u not in pending_uids]:
             self._forget_pod(uid)
             repaired["pending_pods_removed"] = repaired.get("pending_pods_removed", 0) + 1
         for kind, count in repaired.items():
@@ -327,7 +326,7 @@ class Scheduler:
 
         host = result.suggested_host
         assumed = pod.with_node(host)
-        self.cache.assume_pod(assumed)
+        self.cache.assume_pod(pod, host)
         status = fwk.run_reserve(state, assumed, host)
         if status is None:
             status = fwk.run_permit(state, assumed, host)

@@ -1,0 +1,226 @@
+"""`pyscheduler simulate`: replay a cluster dump (Nodes, Pods, DaemonSets) through the real scheduler offline.
+
+Objects apply in file order; after each one the scheduler runs until no queued pod can make progress, as
+in a live cluster with infinitely fast time. DaemonSets expand to one pod per node, pinned with
+`matchFields metadata.name` exactly as the DaemonSet controller pins them, including for nodes added later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from scheduler.adapters.memory import MemoryCluster
+from scheduler.core.clock import FakeClock
+from scheduler.core.profile import build_scheduler
+from scheduler.config.types import SchedulerConfiguration
+from scheduler.framework.types import ParseError, parse_node, parse_pod
+
+JSON = dict[str, Any]
+SUPPORTED_KINDS = ("Node", "Pod", "DaemonSet")
+
+# Tolerations the DaemonSet controller adds to every daemon pod (AddOrUpdateDaemonPodTolerations).
+_DAEMON_TOLERATIONS = [
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+]
+_HOST_NETWORK_TOLERATION = ("node.kubernetes.io/network-unavailable", "NoSchedule")
+
+
+class InputError(ValueError):
+    """Malformed simulation input; the message names the document and the field."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    namespace: str
+    name: str
+    node: str | None
+    message: str | None
+
+    def to_json(self) -> JSON:
+        return {"namespace": self.namespace, "name": self.name, "node": self.node, "message": self.message}
+
+
+@dataclass(slots=True)
+class SimulationResult:
+    outcomes: list[Outcome] = field(default_factory=list)
+    cluster: MemoryCluster | None = None
+
+
+def load_documents(text: str, source: str = "input") -> list[JSON]:
+    """Parse YAML documents (or v1 Lists) into objects, validating each so nothing runs on bad input."""
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source}: invalid YAML: {exc}") from exc
+    objects: list[JSON] = []
+    for index, doc in enumerate(docs):
+        if doc is None:
+            continue
+        where = f"{source}: document {index + 1}"
+        if not isinstance(doc, dict):
+            raise InputError(f"{where}: expected an object, got {type(doc).__name__}")
+        if doc.get("kind") == "List" or (str(doc.get("kind", "")).endswith("List") and "items" in doc):
+            items = doc.get("items") or []
+            if not isinstance(items, list):
+                raise InputError(f"{where}: items: expected a list")
+            for j, item in enumerate(items):
+                objects.append(_validated(item, f"{where}: items[{j}]"))
+        else:
+            objects.append(_validated(doc, where))
+    return objects
+
+
+def _validated(obj: Any, where: str) -> JSON:
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected an object")
+    kind = obj.get("kind")
+    if kind not in SUPPORTED_KINDS:
+        raise InputError(f"{where}: kind: unsupported value {kind!r}; supported: {', '.join(SUPPORTED_KINDS)}")
+    name = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
+    label = f"{where} ({kind} {name or '?'})"
+    try:
+        if kind == "Node":
+            parse_node(obj)
+        elif kind == "Pod":
+            parse_pod(obj)
+        else:
+            parse_pod(daemon_pod(obj, "validation-node"))
+    except ParseError as exc:
+        raise InputError(f"{label}: {exc}") from exc
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise InputError(f"{label}: malformed object: {exc}") from exc
+    return obj
+
+
+def daemon_pod(ds: Mapping[str, Any], node_name: str) -> JSON:
+    """The pod the DaemonSet controller would create for node_name, pinned with matchFields."""
+    meta = ds.get("metadata") or {}
+    spec = ds.get("spec") or {}
+    template = spec.get("template")
+    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+        raise ParseError("spec.template.spec: required")
+    pod_spec: JSON = copy.deepcopy(template["spec"])
+    tmeta = template.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    name = f"{meta.get('name')}-{node_name}"
+    requirement = {"key": "metadata.name", "operator": "In", "values": [node_name]}
+    affinity = pod_spec.setdefault("affinity", {})
+    node_affinity = affinity.setdefault("nodeAffinity", {})
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = (required or {}).get("nodeSelectorTerms") or []
+    if not terms:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [{"matchFields": [requirement]}]
+        }
+    else:
+        for term in terms:
+            term["matchFields"] = [dict(requirement)]
+    tolerations = pod_spec.setdefault("tolerations", [])
+    wanted = list(_DAEMON_TOLERATIONS)
+    if pod_spec.get("hostNetwork"):
+        wanted.append(_HOST_NETWORK_TOLERATION)
+    for key, effect in wanted:
+        if not any(t.get("key") == key and t.get("effect") == effect for t in tolerations):
+            tolerations.append({"key": key, "operator": "Exists", "effect": effect})
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"{namespace}/{name}",
+            "labels": dict(tmeta.get("labels") or {}),
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": meta.get("name"), "controller": True}
+            ],
+        },
+        "spec": pod_spec,
+        "status": {"phase": "Pending"},
+    }
+
+
+async def simulate_async(
+    objects: Iterable[JSON], config: SchedulerConfiguration | None = None, seed: int | None = 0
+) -> SimulationResult:
+    """Run the scheduler over the objects in order and report each pod it had to place."""
+    cluster = MemoryCluster()
+    clock = FakeClock()
+    scheduler = build_scheduler(cluster, config, clock=clock, seed=seed)
+    cluster.attach(scheduler)
+    profiles = set(scheduler.profiles)
+    daemonsets: list[JSON] = []
+    order: list[str] = []
+    seen: set[str] = set()
+    names: dict[str, tuple[str, str]] = {}
+
+    def track(pod_obj: JSON) -> None:
+        meta = pod_obj.get("metadata") or {}
+        spec = pod_obj.get("spec") or {}
+        uid = MemoryCluster._uid(pod_obj)
+        if uid in seen:
+            return
+        if spec.get("nodeName") or spec.get("schedulerName", "default-scheduler") not in profiles:
+            return
+        seen.add(uid)
+        order.append(uid)
+        names[uid] = (str(meta.get("namespace") or "default"), str(meta.get("name")))
+
+    for obj in objects:
+        kind = obj["kind"]
+        if kind == "Node":
+            cluster.apply_node(obj)
+            for ds in daemonsets:
+                pod = daemon_pod(ds, obj["metadata"]["name"])
+                if MemoryCluster._uid(pod) not in cluster.pods:
+                    track(pod)
+                    cluster.apply_pod(pod)
+        elif kind == "Pod":
+            track(obj)
+            cluster.apply_pod(obj)
+        else:
+            daemonsets.append(obj)
+            for node_name in list(cluster.nodes):
+                pod = daemon_pod(obj, node_name)
+                track(pod)
+                cluster.apply_pod(pod)
+        await scheduler.run_until_idle(advance=clock.advance_to)
+
+    result = SimulationResult(cluster=cluster)
+    for uid in order:
+        ns, name = names[uid]
+        node = cluster.node_of(uid)
+        message = None
+        if node is None:
+            failure = scheduler.last_failure.get(uid)
+            message = failure[1] if failure else None
+        result.outcomes.append(Outcome(ns, name, node, message))
+    return result
+
+
+def simulate(
+    objects: Iterable[JSON], config: SchedulerConfiguration | None = None, seed: int | None = 0
+) -> SimulationResult:
+    return asyncio.run(simulate_async(objects, config, seed))
+
+
+def render_table(result: SimulationResult) -> str:
+    """A people-friendly table: one row per pod, pending pods with their message."""
+    rows = [("NAMESPACE", "NAME", "NODE", "MESSAGE")]
+    for o in result.outcomes:
+        rows.append((o.namespace, o.name, o.node or "<pending>", o.message or ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
+    bound = sum(1 for o in result.outcomes if o.node)
+    lines.append(f"\n{bound}/{len(result.outcomes)} pods scheduled")
+    return "\n".join(lines)
