@@ -17,7 +17,9 @@ import yaml
 
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.core.clock import FakeClock
+from scheduler.core.explain import Explanation, explain_pod
 from scheduler.core.profile import build_scheduler
+from scheduler.core.scheduler import Scheduler
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.framework.types import ParseError, parse_node, parse_pod
 
@@ -55,6 +57,18 @@ class Outcome:
 class SimulationResult:
     outcomes: list[Outcome] = field(default_factory=list)
     cluster: MemoryCluster | None = None
+    scheduler: Scheduler | None = None
+
+    def explain(self, namespace: str, name: str) -> Explanation:
+        """Explain one pod against the final state of the simulation."""
+        assert self.cluster is not None and self.scheduler is not None
+        for obj in self.cluster.pods.values():
+            meta = obj.get("metadata") or {}
+            if (meta.get("namespace") or "default") == namespace and meta.get("name") == name:
+                pod = parse_pod(obj)
+                fwk = self.scheduler.profiles.get(pod.scheduler_name) or next(iter(self.scheduler.profiles.values()))
+                return explain_pod(fwk, pod, self.scheduler.cache.fresh_snapshot())
+        raise KeyError(f"pod {namespace}/{name} not found in the simulation")
 
 
 def load_documents(text: str, source: str = "input") -> list[JSON]:
@@ -196,7 +210,7 @@ async def simulate_async(
                 cluster.apply_pod(pod)
         await scheduler.run_until_idle(advance=clock.advance_to)
 
-    result = SimulationResult(cluster=cluster)
+    result = SimulationResult(cluster=cluster, scheduler=scheduler)
     for uid in order:
         ns, name = names[uid]
         node = cluster.node_of(uid)

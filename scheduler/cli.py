@@ -1,0 +1,110 @@
+"""The `pyscheduler` command: run (in a cluster), simulate (offline from a YAML dump), explain."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from scheduler.config.errors import ConfigError
+from scheduler.config.types import SchedulerConfiguration
+
+EXIT_USAGE = 2
+
+
+def _load_config(path: str | None) -> SchedulerConfiguration:
+    from scheduler.core.profile import default_config, load_file
+
+    return load_file(path) if path else default_config()
+
+
+def _split_pod_ref(ref: str) -> tuple[str, str]:
+    namespace, sep, name = ref.partition("/")
+    if not sep:
+        return "default", namespace
+    return namespace, name
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from scheduler.core.explain import render_text
+    from scheduler.simulate import InputError, load_documents, render_table, simulate
+
+    try:
+        config = _load_config(args.config)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.cluster == "-":
+            text = sys.stdin.read()
+        else:
+            with open(args.cluster, encoding="utf-8") as fh:
+                text = fh.read()
+    except OSError as exc:
+        print(f"error: {args.cluster}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        objects = load_documents(text, args.cluster)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    result = simulate(objects, config, seed=args.seed)
+    explanation = None
+    if args.explain:
+        ns, name = _split_pod_ref(args.explain)
+        try:
+            explanation = result.explain(ns, name)
+        except KeyError as exc:
+            print(f"error: {exc.args[0]}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.output == "json":
+        doc: dict[str, object] = {"pods": [o.to_json() for o in result.outcomes]}
+        if explanation is not None:
+            doc["explain"] = explanation.to_json()
+        print(json.dumps(doc, indent=2))
+    else:
+        print(render_table(result))
+        if explanation is not None:
+            print()
+            print(render_text(explanation))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from scheduler.adapters.cluster.cli import run_command
+
+    return run_command(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pyscheduler",
+        description="A secondary Kubernetes scheduler with kube-scheduler's semantics and messages.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="schedule pods that name this scheduler in a live cluster")
+    run.add_argument("--kubeconfig", default=None, help="kubeconfig path (in-cluster config when omitted)")
+    run.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
+    run.add_argument("--port", type=int, default=10259, help="HTTP port for health, metrics and debug endpoints")
+    run.add_argument("--bind-address", default="0.0.0.0", help="address the HTTP endpoints listen on")
+    run.add_argument("--resync-period", type=float, default=300.0, help="seconds between cache re-LISTs")
+    run.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity (klog-style 0-10)")
+    run.add_argument("--log-format", choices=("text", "json"), default="text")
+    run.set_defaults(func=cmd_run)
+
+    sim = sub.add_parser("simulate", help="replay a cluster dump offline and show where every pod goes")
+    sim.add_argument("cluster", help="YAML file with Nodes, Pods, DaemonSets (or a v1 List); - for stdin")
+    sim.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
+    sim.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    sim.add_argument("--seed", type=int, default=0, help="seed for breaking ties between equally good nodes")
+    sim.add_argument("--explain", metavar="NS/NAME", default=None, help="explain one pod node by node")
+    sim.set_defaults(func=cmd_simulate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
