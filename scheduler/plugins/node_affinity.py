@@ -1,0 +1,719 @@
+"""NodeAffinity: nodeSelector, required and preferred node affinity (upstream plugins/nodeaffinity, v1.37).
+
+Selectors are compiled once per scheduling cycle (PreFilter/PreScore) into plain closures over a node's
+labels and name, so filtering thousands of nodes is one cheap call per node. Semantics follow
+component-helpers `nodeaffinity` and apimachinery `labels`/`fields`:
+
+* terms are ORed, a term's matchExpressions and matchFields are ANDed; a term with neither is dropped
+  (an empty required term list matches no node);
+* a term with a parse error (bad operator, Gt with a non-integer, invalid key...) never matches, and the
+  error is only reported when no term matched (LazyErrorNodeSelector); Filter ignores it;
+* matchFields only knows `metadata.name`, with In/NotIn and exactly one value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from scheduler.config.errors import ConfigError
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from scheduler.framework.status import SKIP, Status, error_status, unresolvable
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins.normalize import default_normalize_score
+
+NAME = "NodeAffinity"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+
+OBJECT_NAME_FIELD = "metadata.name"
+VALID_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+VALID_FIELD_SELECTOR_OPERATORS = ("In", "NotIn")
+
+REQUIRED_KEY = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED_KEY = "preferredDuringSchedulingIgnoredDuringExecution"
+
+_REJECT_POD = unresolvable(ERR_REASON_POD, plugin=NAME)
+_REJECT_ENFORCED = unresolvable(ERR_REASON_ENFORCED, plugin=NAME)
+_REJECT_CONFLICT = unresolvable(ERR_REASON_CONFLICT, plugin=NAME)
+
+Matcher = Callable[[Mapping[str, str], str], bool]
+"""A compiled check over (node labels, node name)."""
+
+# ---------------------------------------------------------------------------------------------------------
+# apimachinery validation, reproduced for error texts and for which expressions count as broken
+
+_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_NAME_RE = re.compile(_NAME_FMT)
+_LABEL_VALUE_FMT = "(" + _NAME_FMT + ")?"
+_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
+_NAME_ERR = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+)
+_LABEL_VALUE_ERR = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+    "start and end with an alphanumeric character"
+)
+_DNS1123_SUBDOMAIN_ERR = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character"
+)
+_GO_INT_RE = re.compile("[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """validation.RegexError, including its double space after each example."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    return msg + " (e.g. " + " or ".join(f"'{e}', " for e in examples) + f"regex used for validation is '{fmt}')"
+
+
+def _quote(value: Any) -> str:
+    """How field.Error renders a bad value: %q for strings, JSON for the rest."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _invalid(path: str, value: Any, detail: str) -> str:
+    return f"{path}: Invalid value: {_quote(value)}: {detail}"
+
+
+def _not_supported(path: str, value: Any, valid: Sequence[str]) -> str:
+    return f"{path}: Unsupported value: {_quote(value)}: supported values: " + ", ".join(f'"{v}"' for v in valid)
+
+
+def label_key_errors(key: str) -> list[str]:
+    """content.IsLabelKey: optional DNS-subdomain prefix and '/', then a name of at most 63 characters."""
+    errs: list[str] = []
+    parts = key.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part must be no more than 253 characters")
+            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
+                errs.append(
+                    "prefix part " + _regex_error(_DNS1123_SUBDOMAIN_ERR, _DNS1123_SUBDOMAIN_FMT, "example.com")
+                )
+    else:
+        return [
+            "a valid label key "
+            + _regex_error(_NAME_ERR, _NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if not _NAME_RE.fullmatch(name):
+        errs.append("name part " + _regex_error(_NAME_ERR, _NAME_FMT, "MyName", "my.name", "123-abc"))
+    return errs
+
+
+def label_value_errors(value: str) -> list[str]:
+    """validation.IsValidLabelValue: empty, or at most 63 alphanumeric/'-_.' characters."""
+    errs: list[str] = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        errs.append(_regex_error(_LABEL_VALUE_ERR, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def parse_go_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): optional sign and ASCII digits only, within int64; None otherwise."""
+    if not _GO_INT_RE.fullmatch(text):
+        return None
+    value = int(text)
+    return value if _INT64_MIN <= value <= _INT64_MAX else None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Compiling requirements and terms
+
+
+def _all_of(checks: Sequence[Matcher]) -> Matcher:
+    """AND of checks, unrolled for the common short cases."""
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        a, b = checks
+        return lambda labels, name: a(labels, name) and b(labels, name)
+    frozen = tuple(checks)
+
+    def every(labels: Mapping[str, str], name: str) -> bool:
+        for check in frozen:  # noqa: SIM110 -- a plain loop is ~2x faster than all(<genexpr>) here
+            if not check(labels, name):
+                return False
+        return True
+
+    return every
+
+
+def _label_check(key: str, op: str, values: list[str]) -> Matcher:
+    """labels.Requirement.Matches for one already validated requirement."""
+    if op == "In":
+        if len(values) == 1:
+            only = values[0]
+            return lambda labels, name: labels.get(key) == only
+        allowed = frozenset(values)
+        return lambda labels, name: labels.get(key) in allowed
+    if op == "NotIn":  # an absent label satisfies NotIn
+        banned = frozenset(values)
+        return lambda labels, name: labels.get(key) not in banned
+    if op == "Exists":
+        return lambda labels, name: key in labels
+    if op == "DoesNotExist":
+        return lambda labels, name: key not in labels
+    bound = parse_go_int64(values[0])
+    assert bound is not None  # validated by the caller
+    greater = op == "Gt"
+
+    def compare(labels: Mapping[str, str], name: str) -> bool:
+        raw = labels.get(key)
+        if raw is None:
+            return False
+        value = parse_go_int64(raw)
+        if value is None:
+            return False
+        return value > bound if greater else value < bound
+
+    return compare
+
+
+def _field_check(key: str, op: str, value: str) -> Matcher:
+    """fields.OneTermEqual/NotEqualSelector over the node's only field, metadata.name.
+
+    Upstream skips the field check for a node without a name; any other key reads as "".
+    """
+    if key == OBJECT_NAME_FIELD:
+        if op == "In":
+            return lambda labels, name: not name or name == value
+        return lambda labels, name: not name or name != value
+    constant = (value == "") if op == "In" else (value != "")
+    return lambda labels, name: not name or constant
+
+
+def _string_list(raw: Any, path: str, errs: list[str]) -> list[str] | None:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        errs.append(_invalid(path, raw, "must be a list of strings"))
+        return None
+    return list(raw)
+
+
+def _compile_label_requirement(req: Any, path: str, errs: list[str]) -> Matcher | None:
+    """One matchExpressions entry (nodeSelectorRequirementsAsSelector + labels.NewRequirement)."""
+    if not isinstance(req, Mapping):
+        errs.append(_invalid(path, req, "must be an object"))
+        return None
+    op = req.get("operator")
+    if op not in VALID_SELECTOR_OPERATORS:
+        errs.append(_not_supported(f"{path}.operator", op, VALID_SELECTOR_OPERATORS))
+        return None
+    key = req.get("key")
+    values = _string_list(req.get("values"), f"{path}.values", errs)
+    if values is None:
+        return None
+    own: list[str] = []
+    if not isinstance(key, str):
+        own.append(_invalid(f"{path}.key", key, "must be a string"))
+    else:
+        key_errs = label_key_errors(key)
+        if key_errs:
+            own.append(_invalid(f"{path}.key", key, "; ".join(key_errs)))
+    if op in ("In", "NotIn") and not values:
+        own.append(_invalid(f"{path}.values", values, "for 'in', 'notin' operators, values set can't be empty"))
+    elif op in ("Exists", "DoesNotExist") and values:
+        own.append(_invalid(f"{path}.values", values, "values set must be empty for exists and does not exist"))
+    elif op in ("Gt", "Lt"):
+        if len(values) != 1:
+            own.append(_invalid(f"{path}.values", values, "for 'Gt', 'Lt' operators, exactly one value is required"))
+        for i, v in enumerate(values):
+            if parse_go_int64(v) is None:
+                own.append(_invalid(f"{path}.values[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer"))
+    for i, v in enumerate(values):
+        value_errs = label_value_errors(v)
+        if value_errs:
+            own.append(_invalid(f"{path}.values[{i}][{key}]", v, "; ".join(value_errs)))
+    if own:
+        errs.extend(own)
+        return None
+    assert isinstance(key, str)
+    return _label_check(key, op, values)
+
+
+def _compile_field_requirement(req: Any, path: str, errs: list[str]) -> Matcher | None:
+    """One matchFields entry (nodeSelectorRequirementsAsFieldSelector)."""
+    if not isinstance(req, Mapping):
+        errs.append(_invalid(path, req, "must be an object"))
+        return None
+    op = req.get("operator")
+    if op not in VALID_FIELD_SELECTOR_OPERATORS:
+        errs.append(_not_supported(f"{path}.operator", op, VALID_FIELD_SELECTOR_OPERATORS))
+        return None
+    values = _string_list(req.get("values"), f"{path}.values", errs)
+    if values is None:
+        return None
+    if len(values) != 1:
+        errs.append(_invalid(f"{path}.values", values, "must have one element"))
+        return None
+    return _field_check(str(req.get("key") or ""), op, values[0])
+
+
+def _requirements(raw: Any, path: str, errs: list[str]) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errs.append(_invalid(path, raw, "must be a list"))
+        return []
+    return raw
+
+
+def is_empty_term(term: Any) -> bool:
+    """A term without matchExpressions and matchFields (it is dropped: it matches nothing)."""
+    return isinstance(term, Mapping) and not term.get("matchExpressions") and not term.get("matchFields")
+
+
+def compile_term(term: Any, path: str) -> tuple[Matcher | None, list[str]]:
+    """Compile a NodeSelectorTerm; (None, errors) when any requirement is broken."""
+    errs: list[str] = []
+    if not isinstance(term, Mapping):
+        return None, [_invalid(path, term, "must be an object")]
+    checks: list[Matcher] = []
+    exprs = _requirements(term.get("matchExpressions"), f"{path}.matchExpressions", errs)
+    for i, req in enumerate(exprs):
+        check = _compile_label_requirement(req, f"{path}.matchExpressions[{i}]", errs)
+        if check is not None:
+            checks.append(check)
+    fields = _requirements(term.get("matchFields"), f"{path}.matchFields", errs)
+    for i, req in enumerate(fields):
+        check = _compile_field_requirement(req, f"{path}.matchFields[{i}]", errs)
+        if check is not None:
+            checks.append(check)
+    if errs:
+        return None, errs
+    if not checks:
+        return (lambda labels, name: False), []
+    return _all_of(checks), []
+
+
+def _aggregate(errs: Sequence[str]) -> str:
+    """errors.Flatten(NewAggregate(errs)).Error(): one message, or "[a, b]"."""
+    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorMatcher:
+    """A compiled v1.NodeSelector with lazy errors: broken terms never match and are reported on demand."""
+
+    terms: tuple[Matcher, ...]
+    errors: tuple[str, ...] = ()
+
+    @classmethod
+    def compile(cls, selector: Any, path: str = "") -> NodeSelectorMatcher:
+        """Compile {nodeSelectorTerms: [...]} (NewLazyErrorNodeSelector); path prefixes error fields."""
+        prefix = f"{path}.nodeSelectorTerms" if path else "nodeSelectorTerms"
+        if not isinstance(selector, Mapping):
+            return cls((), (_invalid(path or "nodeSelector", selector, "must be an object"),))
+        raw_terms = selector.get("nodeSelectorTerms")
+        if raw_terms is None:
+            raw_terms = []
+        if not isinstance(raw_terms, list):
+            return cls((), (_invalid(prefix, raw_terms, "must be a list"),))
+        terms: list[Matcher] = []
+        errors: list[str] = []
+        for i, term in enumerate(raw_terms):
+            if is_empty_term(term):
+                continue
+            match, errs = compile_term(term, f"{prefix}[{i}]")
+            if match is None:
+                errors.extend(errs)
+            else:
+                terms.append(match)
+        return cls(tuple(terms), tuple(errors))
+
+    def matcher(self) -> Matcher:
+        """One closure ORing the valid terms."""
+        terms = self.terms
+        if not terms:
+            return lambda labels, name: False
+        if len(terms) == 1:
+            return terms[0]
+
+        def any_term(labels: Mapping[str, str], name: str) -> bool:
+            for term in terms:  # noqa: SIM110 -- hot path: no generator
+                if term(labels, name):
+                    return True
+            return False
+
+        return any_term
+
+    def match(self, labels: Mapping[str, str], name: str) -> tuple[bool, str | None]:
+        """(matched, lazy error): the error is only given when no term matched and some were broken."""
+        for term in self.terms:
+            if term(labels, name):
+                return True, None
+        return False, (_aggregate(self.errors) if self.errors else None)
+
+
+def _node_selector_check(selector: Mapping[str, str]) -> Matcher:
+    """labels.SelectorFromSet: every key present with exactly that value."""
+    items = tuple(selector.items())
+    if len(items) == 1:
+        ((key, value),) = items
+        return lambda labels, name: labels.get(key) == value
+
+    def every(labels: Mapping[str, str], name: str) -> bool:
+        get = labels.get
+        for key, value in items:  # noqa: SIM110 -- hot path: no generator
+            if get(key) != value:
+                return False
+        return True
+
+    return every
+
+
+def _node_affinity(pod_affinity: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if not isinstance(pod_affinity, Mapping):
+        return None
+    node_affinity = pod_affinity.get("nodeAffinity")
+    return node_affinity if isinstance(node_affinity, Mapping) else None
+
+
+@dataclass(frozen=True, slots=True)
+class RequiredNodeAffinity:
+    """nodeSelector AND required node affinity of a pod, compiled (nodeaffinity.RequiredNodeAffinity)."""
+
+    node_selector: Mapping[str, str]
+    selector: NodeSelectorMatcher | None
+    matches: Matcher
+
+    @classmethod
+    def of(cls, pod: PodInfo) -> RequiredNodeAffinity:
+        """GetRequiredNodeAffinity: nodeSelector (if any) and requiredDuringScheduling (if present)."""
+        node_affinity = _node_affinity(pod.affinity)
+        raw = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
+        selector = NodeSelectorMatcher.compile(raw) if raw is not None else None
+        checks: list[Matcher] = []
+        if pod.node_selector:
+            checks.append(_node_selector_check(pod.node_selector))
+        if selector is not None:
+            checks.append(selector.matcher())
+        matches: Matcher = _all_of(checks) if checks else (lambda labels, name: True)
+        return cls(dict(pod.node_selector), selector, matches)
+
+    def match(self, labels: Mapping[str, str], name: str) -> tuple[bool, str | None]:
+        """(matched, lazy error of the affinity terms), as RequiredNodeAffinity.Match returns."""
+        if self.node_selector:
+            get = labels.get
+            if any(get(k) != v for k, v in self.node_selector.items()):
+                return False, None
+        if self.selector is not None:
+            return self.selector.match(labels, name)
+        return True, None
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredTerms:
+    """Compiled preferredDuringScheduling terms; weight-0 and empty terms are dropped."""
+
+    terms: tuple[tuple[int, Matcher], ...]
+
+    @classmethod
+    def compile(cls, raw: Any, path: str = "") -> tuple[PreferredTerms | None, str | None]:
+        """NewPreferredSchedulingTerms: (terms, None), or (None, aggregated error) if any term is broken."""
+        if not isinstance(raw, list):
+            return None, _invalid(path or "preferredDuringSchedulingIgnoredDuringExecution", raw, "must be a list")
+        terms: list[tuple[int, Matcher]] = []
+        errors: list[str] = []
+        for i, item in enumerate(raw):
+            item_path = f"{path}[{i}]"
+            if not isinstance(item, Mapping):
+                errors.append(_invalid(item_path, item, "must be an object"))
+                continue
+            weight = item.get("weight") or 0
+            if isinstance(weight, bool) or not isinstance(weight, int):
+                errors.append(_invalid(f"{item_path}.weight", weight, "must be an integer"))
+                continue
+            preference = item.get("preference") or {}
+            if weight == 0 or is_empty_term(preference):
+                continue
+            match, errs = compile_term(preference, item_path)
+            if match is None:
+                errors.extend(errs)
+            else:
+                terms.append((weight, match))
+        if errors:
+            return None, _aggregate(errors)
+        return cls(tuple(terms)), None
+
+    def score(self, labels: Mapping[str, str], name: str) -> int:
+        """Sum of the weights of the matching terms."""
+        total = 0
+        for weight, match in self.terms:
+            if match(labels, name):
+                total += weight
+        return total
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Args
+
+
+_ARGS_FIELDS = frozenset({"addedAffinity", "apiVersion", "kind"})
+_AFFINITY_FIELDS = frozenset({REQUIRED_KEY, PREFERRED_KEY})
+
+
+@dataclass(frozen=True, slots=True)
+class Args:
+    """NodeAffinityArgs: `addedAffinity` is applied to every pod on top of its own node affinity."""
+
+    added_affinity: Mapping[str, Any] | None = None
+
+
+def parse_args(raw: Mapping[str, Any] | None) -> Args:
+    """Parse and validate NodeAffinityArgs; ConfigError names the offending field."""
+    if raw is None:
+        return Args()
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"args: expected an object, got {type(raw).__name__}")
+    for key in raw:
+        if key not in _ARGS_FIELDS:
+            raise ConfigError(f'{key}: unknown field "{key}"')
+    added = raw.get("addedAffinity")
+    if added is None:
+        return Args()
+    if not isinstance(added, Mapping):
+        raise ConfigError(f"addedAffinity: expected an object, got {type(added).__name__}")
+    for key in added:
+        if key not in _AFFINITY_FIELDS:
+            raise ConfigError(f'addedAffinity.{key}: unknown field "{key}"')
+    errors: list[str] = []
+    required = added.get(REQUIRED_KEY)
+    if required is not None:
+        compiled = NodeSelectorMatcher.compile(required, f"addedAffinity.{REQUIRED_KEY}")
+        errors.extend(compiled.errors)
+    preferred = added.get(PREFERRED_KEY)
+    if preferred:
+        _, err = PreferredTerms.compile(preferred, f"addedAffinity.{PREFERRED_KEY}")
+        if err is not None:
+            errors.append(err)
+    if errors:
+        raise ConfigError(_aggregate(errors))
+    return Args(dict(added))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The plugin
+
+
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    required: RequiredNodeAffinity
+
+
+class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    """Filters on nodeSelector + required affinity (+ addedAffinity); scores preferred terms by weight."""
+
+    name: ClassVar[str] = NAME
+    has_normalize: ClassVar[bool] = True
+
+    def __init__(self, args: Args | None = None, handle: Handle | None = None) -> None:
+        self._handle = handle
+        self.args = args or Args()
+        self._added_selector: NodeSelectorMatcher | None = None
+        self._added_match: Matcher | None = None
+        self._added_preferred: PreferredTerms | None = None
+        added = self.args.added_affinity
+        if added:
+            required = added.get(REQUIRED_KEY)
+            if required is not None:
+                self._added_selector = NodeSelectorMatcher.compile(required, f"addedAffinity.{REQUIRED_KEY}")
+                if self._added_selector.errors:
+                    raise ConfigError(_aggregate(self._added_selector.errors))
+                self._added_match = self._added_selector.matcher()
+            preferred = added.get(PREFERRED_KEY)
+            if preferred:
+                terms, err = PreferredTerms.compile(preferred, f"addedAffinity.{PREFERRED_KEY}")
+                if err is not None:
+                    raise ConfigError(err)
+                self._added_preferred = terms
+
+    # ---------------------------------------------------------------- filter
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        """Compile the pod's requirements; Skip when nothing constrains it; narrow to pinned node names."""
+        node_affinity = _node_affinity(pod.affinity)
+        required = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
+        if required is None and self._added_match is None and not pod.node_selector:
+            return None, SKIP
+        state[PRE_FILTER_STATE_KEY] = _PreFilterState(RequiredNodeAffinity.of(pod))
+        if not isinstance(required, Mapping):
+            return None, None
+        terms = required.get("nodeSelectorTerms")
+        if not isinstance(terms, list) or not terms:
+            return None, None
+        names = pinned_node_names(terms)
+        if names is None:
+            return None, None
+        if not names:
+            return None, _REJECT_CONFLICT
+        return PreFilterResult(names), None
+
+    def _required(self, state: CycleState, pod: PodInfo) -> RequiredNodeAffinity:
+        cached: _PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        return cached.required if cached is not None else RequiredNodeAffinity.of(pod)
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        record = node.node
+        if record is None:
+            return _REJECT_ENFORCED if self._added_match is not None else _REJECT_POD
+        labels, name = record.labels, record.name
+        if self._added_match is not None and not self._added_match(labels, name):
+            return _REJECT_ENFORCED
+        return None if self._required(state, pod).matches(labels, name) else _REJECT_POD
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status | None]:
+        """One or two compiled-closure calls per node."""
+        matches = self._required(state, pod).matches
+        added = self._added_match
+        out: list[Status | None] = []
+        append = out.append
+        for n in nodes:
+            record = n.node
+            if record is None:
+                append(_REJECT_ENFORCED if added is not None else _REJECT_POD)
+            elif added is not None and not added(record.labels, record.name):
+                append(_REJECT_ENFORCED)
+            elif matches(record.labels, record.name):
+                append(None)
+            else:
+                append(_REJECT_POD)
+        return out
+
+    # ---------------------------------------------------------------- score
+
+    def _pod_preferred(self, pod: PodInfo) -> tuple[PreferredTerms | None, str | None]:
+        node_affinity = _node_affinity(pod.affinity)
+        raw = node_affinity.get(PREFERRED_KEY) if node_affinity is not None else None
+        if not raw:
+            return None, None
+        return PreferredTerms.compile(raw)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        """Compile preferred terms; Skip when neither the pod nor addedAffinity has any; broken -> Error."""
+        terms, err = self._pod_preferred(pod)
+        if err is not None:
+            return error_status(err, NAME)
+        if terms is None and self._added_preferred is None:
+            return SKIP
+        state[PRE_SCORE_STATE_KEY] = terms
+        return None
+
+    def _score_terms(self, state: CycleState, pod: PodInfo) -> list[PreferredTerms]:
+        out = [self._added_preferred] if self._added_preferred is not None else []
+        if PRE_SCORE_STATE_KEY in state:
+            terms: PreferredTerms | None = state[PRE_SCORE_STATE_KEY]
+        else:
+            terms, err = self._pod_preferred(pod)
+            if err is not None:
+                raise ValueError(err)
+        if terms is not None:
+            out.append(terms)
+        return out
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """Sum of weights of matching preferred terms (pod's and addedAffinity's)."""
+        record = node.node
+        if record is None:
+            return 0
+        return sum(t.score(record.labels, record.name) for t in self._score_terms(state, pod))
+
+    def score_batch(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
+        weighted = [wm for t in self._score_terms(state, pod) for wm in t.terms]
+        out: list[int] = []
+        append = out.append
+        for n in nodes:
+            record = n.node
+            total = 0
+            if record is not None:
+                labels, name = record.labels, record.name
+                for weight, match in weighted:
+                    if match(labels, name):
+                        total += weight
+            append(total)
+        return out
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int]) -> Status | None:
+        """Highest sum -> 100, proportional below (DefaultNormalizeScore, not reversed)."""
+        return default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """A new node or changed node labels may satisfy the affinity."""
+        return [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)]
+
+
+def pinned_node_names(terms: Sequence[Any]) -> set[str] | None:
+    """Nodes named by `matchFields metadata.name In` in every term (union over terms, intersection within).
+
+    None when some term names no node that way (every node must be filtered); an empty set means the
+    terms contradict each other. Broken requirements still count here, as upstream reads raw values.
+    """
+    names: set[str] | None = None
+    for term in terms:
+        term_names: set[str] | None = None
+        fields = term.get("matchFields") if isinstance(term, Mapping) else None
+        for req in fields if isinstance(fields, list) else ():
+            if not isinstance(req, Mapping) or req.get("key") != OBJECT_NAME_FIELD or req.get("operator") != "In":
+                continue
+            values = req.get("values")
+            found = {str(v) for v in values} if isinstance(values, list) else set()
+            term_names = found if term_names is None else term_names & found
+        if term_names is None:
+            return None
+        names = term_names if names is None else names | term_names
+    return names
+
+
+def new(raw_args: Mapping[str, Any] | Args | None, handle: Handle) -> NodeAffinity:
+    """Registry factory: accepts raw pluginConfig args or an already parsed Args."""
+    args = raw_args if isinstance(raw_args, Args) else parse_args(raw_args)
+    return NodeAffinity(args, handle)
