@@ -6,7 +6,6 @@ so the same cache/queue code paths run as in a live cluster.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +46,10 @@ class PodCondition:
 
 
 class MemoryCluster:
-    """Pods and nodes held in dicts; implements ClusterAPI for the scheduler it is attached to."""
+    """Pods and nodes held in dicts; implements ClusterAPI for the scheduler it is attached to.
+
+    `apply_*` take ownership of the dicts they are given (no copy: binding writes spec.nodeName into them).
+    """
 
     def __init__(self) -> None:
         self.pods: dict[str, JSON] = {}
@@ -70,14 +72,14 @@ class MemoryCluster:
     def apply_node(self, obj: JSON) -> None:
         name = str(obj["metadata"]["name"])
         kind = MODIFIED if name in self.nodes else "ADDED"
-        self.nodes[name] = copy.deepcopy(obj)
+        self.nodes[name] = obj
         if self.scheduler is not None:
             self.scheduler.on_node_event(kind, self.nodes[name])
 
     def apply_pod(self, obj: JSON) -> None:
         uid = self._uid(obj)
         kind = MODIFIED if uid in self.pods else "ADDED"
-        self.pods[uid] = copy.deepcopy(obj)
+        self.pods[uid] = obj
         if self.scheduler is not None:
             self.scheduler.on_pod_event(kind, self.pods[uid])
 

@@ -226,6 +226,8 @@ class Framework:
                 statuses = pl.filter_batch(state, pod, alive)
             except Exception as exc:
                 return results, error_status(f'running "{pl.name}" filter plugin: {exc}', pl.name)
+            if not any(statuses):
+                continue  # every node passed: nothing to partition
             next_idx: list[int] = []
             next_alive: list[NodeInfo] = []
             for i, node, st in zip(alive_idx, alive, statuses, strict=True):
@@ -349,8 +351,8 @@ class Framework:
                 weight = self.score_weights[pl.name]
                 weighted = [v * weight for v in scores] if weight != 1 else list(scores)
                 result.per_plugin.append((pl.name, weighted))
-                for i, v in enumerate(weighted):
-                    totals[i] += v
+                totals = [t + v for t, v in zip(totals, weighted, strict=True)]
+            result.totals = totals
             return result, None
         finally:
             self.observer.extension_point(SCORE, code, self.profile_name, time.perf_counter() - start)

@@ -151,13 +151,8 @@ class Toleration:
             return True
         if op in ("", "Equal"):
             return self.value == taint.value
-        if op in ("Lt", "Gt"):
-            try:
-                taint_val = int(taint.value)
-                tol_val = int(self.value)
-            except ValueError:
-                return False
-            return taint_val < tol_val if op == "Lt" else taint_val > tol_val
+        # Lt/Gt exist behind the alpha TaintTolerationComparisonOperators gate, off by default in v1.37:
+        # like upstream with the gate off, such a toleration tolerates nothing.
         return False
 
 
@@ -389,11 +384,18 @@ def _int_field(value: Any, where: str) -> int:
 
 
 def _pod_host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """Host ports of regular containers and of sidecars (restartable init containers), as GetHostPorts."""
     host_network = bool(spec.get("hostNetwork"))
     ports: list[HostPort] = []
-    for i, container in enumerate(spec.get("containers") or []):
+    containers = [(f"spec.containers[{i}]", c) for i, c in enumerate(spec.get("containers") or [])]
+    containers += [
+        (f"spec.initContainers[{i}]", c)
+        for i, c in enumerate(spec.get("initContainers") or [])
+        if isinstance(c, dict) and c.get("restartPolicy") == "Always"
+    ]
+    for prefix, container in containers:
         for j, port in enumerate(container.get("ports") or []):
-            where = f"spec.containers[{i}].ports[{j}]"
+            where = f"{prefix}.ports[{j}]"
             host_port = _int_field(port.get("hostPort"), f"{where}.hostPort")
             if host_network and host_port == 0:
                 # The API server defaults hostPort to containerPort for hostNetwork pods.

@@ -111,11 +111,6 @@ def test_regular_init_container_ports_are_ignored() -> None:
     assert skipped
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core gap: types._pod_host_ports ignores sidecar (restartPolicy: Always) init containers; "
-    "upstream util.GetHostPorts includes them (v1.37 'TCP hostPort conflict from sidecar initContainer')",
-)
 def test_sidecar_init_container_ports_conflict() -> None:
     """A sidecar init container runs for the pod's lifetime, so its host port must be free."""
     skipped, status = _run(_with_init_port(sidecar=True), _node(_pod("h", ("TCP", 8001, "")).info()))
