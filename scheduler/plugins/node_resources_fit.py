@@ -1,0 +1,815 @@
+"""NodeResourcesFit: reject nodes without room for the pod's requests, and score by allocation.
+
+Mirrors upstream `plugins/noderesources/fit.go` plus the scoring strategies in `least_allocated.go`,
+`most_allocated.go`, `requested_to_capacity_ratio.go` and `resource_allocation.go` (v1.37), including
+their integer arithmetic, so filter reasons and scores match kube-scheduler exactly.
+
+This module also holds the `NodeResourcesFitArgs` decoding/validation and the small field-error formatter
+(`FieldErrors`) that reproduces apimachinery's `field.Error` text; NodeResourcesBalancedAllocation reuses
+both.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, NoReturn
+
+from scheduler.config.errors import ConfigError
+from scheduler.framework.interface import (
+    ASSIGNED_POD,
+    MAX_NODE_SCORE,
+    NODE,
+    ActionType,
+    ClusterEvent,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from scheduler.framework.status import Code, Status, error_status
+from scheduler.framework.types import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    NodeInfo,
+    PodInfo,
+    is_scalar_resource_name,
+)
+
+NAME: Final = "NodeResourcesFit"
+
+# User-facing Filter reasons (fit.go fitsRequest).
+REASON_TOO_MANY_PODS: Final = "Too many pods"
+REASON_INSUFFICIENT_CPU: Final = "Insufficient cpu"
+REASON_INSUFFICIENT_MEMORY: Final = "Insufficient memory"
+REASON_INSUFFICIENT_EPHEMERAL_STORAGE: Final = "Insufficient ephemeral-storage"
+REASON_INSUFFICIENT_PREFIX: Final = "Insufficient "
+
+PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+
+LEAST_ALLOCATED: Final = "LeastAllocated"
+MOST_ALLOCATED: Final = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO: Final = "RequestedToCapacityRatio"
+SUPPORTED_STRATEGIES: Final = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+# config.MaxCustomPriorityScore: shape scores are 0..10 and scaled to 0..100.
+MAX_CUSTOM_PRIORITY_SCORE: Final = 10
+MAX_UTILIZATION: Final = 100
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Field errors, formatted like k8s.io/apimachinery/pkg/util/validation/field
+
+
+def go_value(value: Any) -> str:
+    """Render a bad value the way field.Error.ErrorBody does (%v for numbers, %q for strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+class FieldErrors:
+    """Collects validation errors and raises them as one ConfigError, like field.ErrorList.ToAggregate."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def _add(self, msg: str) -> None:
+        if msg not in self.messages:  # ToAggregate drops duplicate messages
+            self.messages.append(msg)
+
+    def invalid(self, path: str, value: Any, detail: str) -> None:
+        self._add(f"{path}: Invalid value: {go_value(value)}: {detail}")
+
+    def required(self, path: str, detail: str) -> None:
+        self._add(f"{path}: Required value: {detail}")
+
+    def forbidden(self, path: str, detail: str) -> None:
+        self._add(f"{path}: Forbidden: {detail}")
+
+    def duplicate(self, path: str, value: Any) -> None:
+        self._add(f"{path}: Duplicate value: {go_value(value)}")
+
+    def not_supported(self, path: str, value: Any, supported: Sequence[str]) -> None:
+        values = ", ".join(go_value(v) for v in sorted(supported))
+        self._add(f"{path}: Unsupported value: {go_value(value)}: supported values: {values}")
+
+    def raise_if_any(self) -> None:
+        """Raise the aggregate: one message as is, several as "[a, b]" (utilerrors.aggregate.Error)."""
+        if not self.messages:
+            return
+        if len(self.messages) == 1:
+            raise ConfigError(self.messages[0])
+        raise ConfigError("[" + ", ".join(self.messages) + "]")
+
+
+def child(path: str, name: str) -> str:
+    """field.Path.Child: "a.b", or just "b" at the root."""
+    return f"{path}.{name}" if path else name
+
+
+def json_type(value: Any) -> str:
+    """The JSON/YAML type name of a decoded value, for decoding errors."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "mapping"
+    if isinstance(value, list | tuple):
+        return "list"
+    return type(value).__name__
+
+
+def json_quote(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def decode_error(path: str, detail: str) -> NoReturn:
+    """A decoding (not validation) failure: upstream aborts before validating anything."""
+    raise ConfigError(f"{path}: {detail}" if path else detail)
+
+
+def check_fields(raw: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
+    """Strict decoding: any key outside `allowed` is an error naming where it sits."""
+    for key in raw:
+        if key not in allowed:
+            decode_error(path, f"unknown field {json_quote(key)}")
+
+
+def as_mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        decode_error(path, f"must be a mapping, got {json_type(value)}")
+    return value
+
+
+def as_list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        decode_error(path, f"must be a list, got {json_type(value)}")
+    return list(value)
+
+
+def as_int(value: Any, path: str, bits: int = 64) -> int:
+    """An integer field (Go int32/int64): other types and out-of-range values are decoding errors."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        decode_error(path, f"must be an integer, got {json_type(value)} {json_quote(value)}")
+    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        decode_error(path, f"out of range, got {value}")
+    return value
+
+
+def as_str(value: Any, path: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        decode_error(path, f"must be a string, got {json_type(value)} {json_quote(value)}")
+    return value
+
+
+# Label-key validation (apimachinery validate/content IsLabelKey), used for ignoredResources and for
+# deciding which resource names are "extended" (v1helper.IsExtendedResourceName).
+_LABEL_KEY_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_KEY_RE: Final = re.compile("^" + _LABEL_KEY_FMT + "$")
+_LABEL_KEY_MSG: Final = (
+    "must consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_SUBDOMAIN_RE: Final = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + "$")
+_DNS1123_SUBDOMAIN_MSG: Final = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character"
+)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def label_key_errors(value: str) -> list[str]:
+    """IsQualifiedName/IsLabelKey: the messages upstream reports for an invalid label key."""
+    errs: list[str] = []
+    parts = value.split("/")
+    key_regex_error = _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part must be no more than 253 bytes")
+            if not _DNS1123_SUBDOMAIN_RE.match(prefix):
+                errs.append(
+                    "prefix part "
+                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
+                )
+    else:
+        return [
+            "a valid label key "
+            + key_regex_error
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 bytes")
+    if not _LABEL_KEY_RE.match(name):
+        errs.append("name part " + key_regex_error)
+    return errs
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """v1helper.IsExtendedResourceName: a non-native (not *kubernetes.io/) name valid as a quota key."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return not label_key_errors("requests." + name)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Args
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    """A resource a score considers and its weight (config.ResourceSpec)."""
+
+    name: str
+    weight: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class UtilizationShapePoint:
+    """One point of the RequestedToCapacityRatio shape: utilization 0..100 maps to score 0..10."""
+
+    utilization: int
+    score: int
+
+
+DEFAULT_RESOURCES: Final = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringStrategy:
+    """config.ScoringStrategy; `shape` is requestedToCapacityRatio.shape (None when the block is absent)."""
+
+    type: str = LEAST_ALLOCATED
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+    shape: tuple[UtilizationShapePoint, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Args:
+    """NodeResourcesFitArgs after defaulting and validation."""
+
+    ignored_resources: tuple[str, ...] = ()
+    ignored_resource_groups: tuple[str, ...] = ()
+    scoring_strategy: ScoringStrategy = ScoringStrategy()
+
+
+ARGS_ENVELOPE_FIELDS: Final = frozenset({"apiVersion", "kind"})
+_FIT_FIELDS: Final = (
+    frozenset({"ignoredResources", "ignoredResourceGroups", "scoringStrategy"}) | ARGS_ENVELOPE_FIELDS
+)
+_STRATEGY_FIELDS: Final = frozenset({"type", "resources", "requestedToCapacityRatio"})
+_RESOURCE_FIELDS: Final = frozenset({"name", "weight"})
+_RTC_FIELDS: Final = frozenset({"shape"})
+_SHAPE_FIELDS: Final = frozenset({"utilization", "score"})
+
+
+def check_kind(raw: Mapping[str, Any], kind: str, path: str) -> None:
+    """Args may carry apiVersion/kind; a different kind is the wrong args type for this plugin."""
+    got = raw.get("kind")
+    if got not in (None, "", kind):
+        decode_error(child(path, "kind"), f"want args to be of type {kind}, got {json_quote(got)}")
+
+
+def decode_resources(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
+    """Decode a []ResourceSpec, applying the v1 default "weight 0 (or unset) means 1"."""
+    out = []
+    for i, item in enumerate(as_list(raw, path)):
+        where = f"{path}[{i}]"
+        entry = as_mapping(item, where)
+        check_fields(entry, _RESOURCE_FIELDS, where)
+        weight = as_int(entry.get("weight"), child(where, "weight"))
+        out.append(ResourceSpec(as_str(entry.get("name"), child(where, "name")), weight or 1))
+    return tuple(out)
+
+
+def validate_resources(resources: Sequence[ResourceSpec], path: str, errs: FieldErrors) -> None:
+    """validateResources: every weight in (0, 100]."""
+    for i, res in enumerate(resources):
+        if res.weight <= 0 or res.weight > 100:
+            errs.invalid(
+                f"{path}[{i}].weight",
+                res.weight,
+                f"resource weight of {res.name} not in valid range (0, 100]",
+            )
+
+
+def validate_function_shape(shape: Sequence[UtilizationShapePoint], path: str, errs: FieldErrors) -> None:
+    """validateFunctionShape: non-empty, utilization strictly increasing in [0, 100], score in [0, 10]."""
+    if not shape:
+        errs.required(path, "at least one point must be specified")
+        return
+    for i in range(1, len(shape)):
+        if shape[i - 1].utilization >= shape[i].utilization:
+            errs.invalid(
+                f"{path}[{i}].utilization", shape[i].utilization, "values must be sorted in increasing order"
+            )
+            break
+    for i, point in enumerate(shape):
+        if not 0 <= point.utilization <= MAX_UTILIZATION:
+            errs.invalid(f"{path}[{i}].utilization", point.utilization, "not in valid range [0, 100]")
+        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            errs.invalid(
+                f"{path}[{i}].score", point.score, f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
+            )
+
+
+def _decode_strategy(raw: Any, path: str) -> ScoringStrategy:
+    if raw is None:
+        return ScoringStrategy()
+    entry = as_mapping(raw, path)
+    check_fields(entry, _STRATEGY_FIELDS, path)
+    resources = decode_resources(entry.get("resources"), child(path, "resources")) or DEFAULT_RESOURCES
+    shape: tuple[UtilizationShapePoint, ...] | None = None
+    rtc_path = child(path, "requestedToCapacityRatio")
+    rtc = entry.get("requestedToCapacityRatio")
+    if rtc is not None:
+        rtc_map = as_mapping(rtc, rtc_path)
+        check_fields(rtc_map, _RTC_FIELDS, rtc_path)
+        points = []
+        shape_path = child(rtc_path, "shape")
+        for i, item in enumerate(as_list(rtc_map.get("shape"), shape_path)):
+            where = f"{shape_path}[{i}]"
+            point = as_mapping(item, where)
+            check_fields(point, _SHAPE_FIELDS, where)
+            points.append(
+                UtilizationShapePoint(
+                    as_int(point.get("utilization"), child(where, "utilization"), bits=32),
+                    as_int(point.get("score"), child(where, "score"), bits=32),
+                )
+            )
+        shape = tuple(points)
+    # Unlike a nil scoringStrategy, an explicit one keeps its (possibly empty, hence invalid) type.
+    return ScoringStrategy(as_str(entry.get("type"), child(path, "type")), resources, shape)
+
+
+def parse_args(raw: Mapping[str, Any] | None, *, path: str = "") -> Args:
+    """Decode, default and validate NodeResourcesFitArgs; errors name the field (prefixed by `path`)."""
+    raw = as_mapping(raw or {}, path)
+    check_fields(raw, _FIT_FIELDS, path)
+    check_kind(raw, "NodeResourcesFitArgs", path)
+    ignored = tuple(
+        as_str(v, f"{child(path, 'ignoredResources')}[{i}]")
+        for i, v in enumerate(as_list(raw.get("ignoredResources"), child(path, "ignoredResources")))
+    )
+    groups_path = child(path, "ignoredResourceGroups")
+    groups = tuple(
+        as_str(v, f"{groups_path}[{i}]")
+        for i, v in enumerate(as_list(raw.get("ignoredResourceGroups"), groups_path))
+    )
+    strategy_path = child(path, "scoringStrategy")
+    strategy = _decode_strategy(raw.get("scoringStrategy"), strategy_path)
+
+    errs = FieldErrors()
+    for i, res in enumerate(ignored):
+        for msg in label_key_errors(res):
+            errs.invalid(f"{child(path, 'ignoredResources')}[{i}]", res, msg)
+    for i, group in enumerate(groups):
+        where = f"{groups_path}[{i}]"
+        if "/" in group:
+            errs.invalid(where, group, "resource group name can't contain '/'")
+        for msg in label_key_errors(group):
+            errs.invalid(where, group, msg)
+    if strategy.type not in SUPPORTED_STRATEGIES:
+        errs.not_supported(child(strategy_path, "type"), strategy.type, SUPPORTED_STRATEGIES)
+    validate_resources(strategy.resources, child(strategy_path, "resources"), errs)
+    rtc_path = child(strategy_path, "requestedToCapacityRatio")
+    if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+        if strategy.shape is None:
+            errs.required(rtc_path, "must be specified when type is RequestedToCapacityRatio")
+        else:
+            validate_function_shape(strategy.shape, child(rtc_path, "shape"), errs)
+    elif strategy.shape is not None:
+        errs.forbidden(rtc_path, "must be nil when type is not RequestedToCapacityRatio")
+    errs.raise_if_any()
+    return Args(ignored, groups, strategy)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Scoring arithmetic shared with NodeResourcesBalancedAllocation
+
+# How a scored resource is read from a node: allocatable and already-requested amounts.
+KIND_CPU: Final = 0
+KIND_MEMORY: Final = 1
+KIND_EPHEMERAL: Final = 2
+KIND_SCALAR: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredResource:
+    """One configured resource with the incoming pod's request for it, resolved once per cycle."""
+
+    kind: int
+    name: str
+    pod_request: int
+    weight: int
+
+
+def resource_kind(name: str) -> int:
+    if name == CPU:
+        return KIND_CPU
+    if name == MEMORY:
+        return KIND_MEMORY
+    if name == EPHEMERAL_STORAGE:
+        return KIND_EPHEMERAL
+    return KIND_SCALAR
+
+
+def pod_resource_request(pod: PodInfo, name: str, use_requested: bool) -> int:
+    """calculatePodResourceRequest: cpu/memory use the non-zero defaults unless `use_requested`."""
+    if name == CPU:
+        return pod.requests.milli_cpu if use_requested else pod.non_zero_cpu
+    if name == MEMORY:
+        return pod.requests.memory if use_requested else pod.non_zero_memory
+    if name == EPHEMERAL_STORAGE:
+        return pod.requests.ephemeral_storage
+    return pod.requests.scalar.get(name, 0)
+
+
+def score_plan(
+    pod: PodInfo, resources: Sequence[ResourceSpec], use_requested: bool
+) -> list[ScoredResource | None]:
+    """Per configured resource, the pod's request; None where upstream skips it for every node.
+
+    A scalar resource the pod does not request is skipped (calculateNodeAllocatableRequest), so it never
+    enters the weight sum; the list stays parallel to `resources`.
+    """
+    plan: list[ScoredResource | None] = []
+    for spec in resources:
+        req = pod_resource_request(pod, spec.name, use_requested)
+        if req == 0 and is_scalar_resource_name(spec.name):
+            plan.append(None)
+        else:
+            plan.append(ScoredResource(resource_kind(spec.name), spec.name, req, spec.weight))
+    return plan
+
+
+def node_amounts(res: ScoredResource, node: NodeInfo, use_requested: bool) -> tuple[int, int]:
+    """(allocatable, already requested) of one resource on a node (calculateResourceAllocatableRequest).
+
+    Fit scoring reads cpu/memory from the non-zero sums; ephemeral storage and scalars always use the
+    real requests. A scalar the node does not advertise reads as (0, 0).
+    """
+    alloc = node.allocatable
+    kind = res.kind
+    if kind == KIND_CPU:
+        return alloc.milli_cpu, node.requested.milli_cpu if use_requested else node.non_zero_cpu
+    if kind == KIND_MEMORY:
+        return alloc.memory, node.requested.memory if use_requested else node.non_zero_memory
+    if kind == KIND_EPHEMERAL:
+        return alloc.ephemeral_storage, node.requested.ephemeral_storage
+    if res.name in alloc.scalar:
+        return alloc.scalar[res.name], node.requested.scalar.get(res.name, 0)
+    return 0, 0
+
+
+def go_div(a: int, b: int) -> int:
+    """Go's int64 division, which truncates toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def broken_linear(shape: Sequence[UtilizationShapePoint]) -> list[int]:
+    """helper.BuildBrokenLinearFunction over the scaled shape, tabulated for utilization 0..100."""
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    points = [(p.utilization, p.score * scale) for p in shape]
+
+    def f(p: int) -> int:
+        for i, (u, s) in enumerate(points):
+            if p <= u:
+                if i == 0:
+                    return points[0][1]
+                u0, s0 = points[i - 1]
+                return s0 + go_div((s - s0) * (p - u0), u - u0)
+        return points[-1][1]
+
+    return [f(p) for p in range(MAX_UTILIZATION + 1)]
+
+
+def least_requested_score(requested: int, capacity: int) -> int:
+    """leastRequestedScore: the free share of capacity, 0 when over-committed."""
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def most_requested_score(requested: int, capacity: int) -> int:
+    """mostRequestedScore: the used share of capacity, capped at 100."""
+    if capacity == 0:
+        return 0
+    return min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+def round_half_away(num: int, den: int) -> int:
+    """math.Round(float64(num)/float64(den)) for non-negative operands, computed exactly."""
+    q, r = divmod(num, den)
+    return q + 1 if 2 * r >= den else q
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The plugin
+
+
+@dataclass(frozen=True, slots=True)
+class _PodRequest:
+    """PreFilter state: what the pod needs, with zero and ignored scalars already dropped."""
+
+    milli_cpu: int
+    memory: int
+    ephemeral_storage: int
+    scalars: tuple[tuple[str, int], ...]
+    empty: bool  # the pod requests nothing at all: only the pod count is checked
+
+
+# Statuses are immutable in practice and shared across nodes: a full cluster fails thousands of nodes with
+# the same one or two reasons, and building a Status per node would dominate the Filter cost.
+_STATUS_CACHE: dict[tuple[bool, tuple[str, ...]], Status] = {}
+
+
+def _status(reasons: tuple[str, ...], unresolvable: bool) -> Status:
+    key = (unresolvable, reasons)
+    st = _STATUS_CACHE.get(key)
+    if st is None:
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+        st = _STATUS_CACHE[key] = Status(code, reasons, NAME)
+    return st
+
+
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    """Checks that a node has room for the pod's requests and scores nodes by a scoring strategy."""
+
+    name: ClassVar[str] = NAME
+    has_normalize: ClassVar[bool] = False
+
+    def __init__(self, args: Args, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self._ignored = frozenset(args.ignored_resources)
+        self._ignored_groups = frozenset(args.ignored_resource_groups)
+        strategy = args.scoring_strategy
+        self._strategy = strategy.type
+        self._resources = strategy.resources
+        self._shape_table = broken_linear(strategy.shape) if strategy.shape else []
+
+    # -- PreFilter / Filter ------------------------------------------------------------------------------
+
+    def _ignored_scalar(self, name: str) -> bool:
+        if not (self._ignored or self._ignored_groups) or not is_extended_resource_name(name):
+            return False
+        return name in self._ignored or name.split("/", 1)[0] in self._ignored_groups
+
+    def compute_request(self, pod: PodInfo) -> _PodRequest:
+        """The pod's request as Filter checks it (computePodResourceRequest + ignored resources)."""
+        req = pod.requests
+        scalars = tuple(
+            (name, qty)
+            for name, qty in sorted(req.scalar.items())  # upstream walks a map; we fix the order by name
+            if qty > 0 and not self._ignored_scalar(name)
+        )
+        empty = not (req.milli_cpu or req.memory or req.ephemeral_storage or any(req.scalar.values()))
+        return _PodRequest(
+            max(req.milli_cpu, 0), max(req.memory, 0), max(req.ephemeral_storage, 0), scalars, empty
+        )
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        state[PRE_FILTER_STATE_KEY] = self.compute_request(pod)
+        return None, None
+
+    def _missing_state(self) -> Status:
+        return error_status(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found', NAME)
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        req = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(req, _PodRequest):
+            return self._missing_state()
+        return self._fits(req, node)
+
+    @staticmethod
+    def _fits(req: _PodRequest, node: NodeInfo) -> Status | None:
+        """fitsRequest: every reason that applies, pods first, then cpu, memory, storage, scalars."""
+        alloc = node.allocatable
+        used = node.requested
+        reasons: list[str] = []
+        unresolvable = False
+        if len(node.pods) + 1 > alloc.allowed_pod_number:
+            reasons.append(REASON_TOO_MANY_PODS)
+        if not req.empty:
+            # A request larger than the whole node cannot be helped by preemption.
+            if req.milli_cpu > 0 and req.milli_cpu > alloc.milli_cpu - used.milli_cpu:
+                reasons.append(REASON_INSUFFICIENT_CPU)
+                unresolvable |= req.milli_cpu > alloc.milli_cpu
+            if req.memory > 0 and req.memory > alloc.memory - used.memory:
+                reasons.append(REASON_INSUFFICIENT_MEMORY)
+                unresolvable |= req.memory > alloc.memory
+            if (
+                req.ephemeral_storage > 0
+                and req.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage
+            ):
+                reasons.append(REASON_INSUFFICIENT_EPHEMERAL_STORAGE)
+                unresolvable |= req.ephemeral_storage > alloc.ephemeral_storage
+            for name, qty in req.scalars:
+                total = alloc.scalar.get(name, 0)
+                if qty > total - used.scalar.get(name, 0):
+                    reasons.append(REASON_INSUFFICIENT_PREFIX + name)
+                    unresolvable |= qty > total
+        if not reasons:
+            return None
+        return _status(tuple(reasons), unresolvable)
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[Status | None]:
+        """The hot loop: a passing node costs a few attribute reads; only failures build reasons."""
+        req = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(req, _PodRequest):
+            return [self._missing_state()] * len(nodes)
+        fits = self._fits
+        out: list[Status | None] = []
+        append = out.append
+        if req.empty:
+            for n in nodes:
+                node = n.node
+                if node is None or len(n.pods) >= node.allocatable.allowed_pod_number:
+                    append(fits(req, n))
+                else:
+                    append(None)
+            return out
+        cpu, mem, eph, scalars = req.milli_cpu, req.memory, req.ephemeral_storage, req.scalars
+        for n in nodes:
+            node = n.node
+            if node is None:
+                append(fits(req, n))
+                continue
+            a = node.allocatable
+            r = n.requested
+            if (
+                len(n.pods) >= a.allowed_pod_number
+                or (cpu and cpu > a.milli_cpu - r.milli_cpu)
+                or (mem and mem > a.memory - r.memory)
+                or (eph and eph > a.ephemeral_storage - r.ephemeral_storage)
+            ):
+                append(fits(req, n))
+                continue
+            if scalars:
+                sa, sr = a.scalar, r.scalar
+                for name, qty in scalars:
+                    if qty > sa.get(name, 0) - sr.get(name, 0):
+                        append(fits(req, n))
+                        break
+                else:
+                    append(None)
+                continue
+            append(None)
+        return out
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """Freed or added capacity: an assigned pod deleted or scaled down, a node added or grown."""
+        return [
+            ClusterEvent(ASSIGNED_POD, ActionType.DELETE),
+            ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+            ClusterEvent(ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN),
+        ]
+
+    # -- PreScore / Score --------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        state[PRE_SCORE_STATE_KEY] = score_plan(pod, self._resources, use_requested=False)
+        return None
+
+    def _plan(self, state: CycleState, pod: PodInfo) -> list[ScoredResource | None]:
+        plan: list[ScoredResource | None] | None = state.get(PRE_SCORE_STATE_KEY)
+        if plan is None:  # PreScore did not run: compute on the fly, as upstream's Score does
+            plan = score_plan(pod, self._resources, use_requested=False)
+        return plan
+
+    def _score_node(self, plan: Sequence[ScoredResource | None], node: NodeInfo) -> int:
+        strategy = self._strategy
+        table = self._shape_table
+        total = weight_sum = 0
+        for res in plan:
+            if res is None:
+                continue
+            capacity, used = node_amounts(res, node, use_requested=False)
+            if capacity == 0:
+                continue
+            requested = used + res.pod_request
+            if strategy == LEAST_ALLOCATED:
+                s = least_requested_score(requested, capacity)
+            elif strategy == MOST_ALLOCATED:
+                s = most_requested_score(requested, capacity)
+            else:
+                s = (
+                    table[MAX_UTILIZATION]
+                    if requested > capacity
+                    else table[requested * MAX_UTILIZATION // capacity]
+                )
+                if s <= 0:  # only positive scores enter the weighted mean
+                    continue
+            total += s * res.weight
+            weight_sum += res.weight
+        if weight_sum == 0:
+            return 0
+        if strategy == REQUESTED_TO_CAPACITY_RATIO:
+            return round_half_away(total, weight_sum)
+        return total // weight_sum
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        return self._score_node(self._plan(state, pod), node)
+
+    def score_batch(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
+        """Least/MostAllocated over exactly cpu and memory get an inlined loop; the rest the general one."""
+        plan = self._plan(state, pod)
+        general = self._score_node
+        terms = {r.kind: r for r in plan if r is not None}
+        if (
+            self._strategy == REQUESTED_TO_CAPACITY_RATIO
+            or len(plan) != 2
+            or set(terms) != {KIND_CPU, KIND_MEMORY}
+        ):
+            return [general(plan, n) for n in nodes]
+        pc, wc = terms[KIND_CPU].pod_request, terms[KIND_CPU].weight
+        pm, wm = terms[KIND_MEMORY].pod_request, terms[KIND_MEMORY].weight
+        weight_sum = wc + wm
+        if weight_sum <= 0:  # only reachable with hand-built Args; parse_args enforces weights in (0, 100]
+            return [general(plan, n) for n in nodes]
+        out: list[int] = []
+        append = out.append
+        if self._strategy == LEAST_ALLOCATED:
+            for n in nodes:
+                node = n.node
+                if (
+                    node is None
+                    or not (cc := node.allocatable.milli_cpu)
+                    or not (cm := node.allocatable.memory)
+                ):
+                    append(general(plan, n))
+                    continue
+                rc = n.non_zero_cpu + pc
+                rm = n.non_zero_memory + pm
+                sc = (cc - rc) * 100 // cc if rc <= cc else 0
+                sm = (cm - rm) * 100 // cm if rm <= cm else 0
+                append((sc * wc + sm * wm) // weight_sum)
+        else:
+            for n in nodes:
+                node = n.node
+                if (
+                    node is None
+                    or not (cc := node.allocatable.milli_cpu)
+                    or not (cm := node.allocatable.memory)
+                ):
+                    append(general(plan, n))
+                    continue
+                rc = n.non_zero_cpu + pc
+                rm = n.non_zero_memory + pm
+                sc = (rc if rc < cc else cc) * 100 // cc
+                sm = (rm if rm < cm else cm) * 100 // cm
+                append((sc * wc + sm * wm) // weight_sum)
+        return out
+
+
+def new(raw_args: Mapping[str, Any] | None, handle: Handle) -> NodeResourcesFit:
+    """Plugin factory: validate NodeResourcesFitArgs and build the plugin."""
+    return NodeResourcesFit(parse_args(raw_args), handle)

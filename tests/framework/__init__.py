@@ -1,0 +1,1 @@
+"""Tests of the framework's core records: quantities, pod requests, statuses."""

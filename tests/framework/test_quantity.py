@@ -1,0 +1,96 @@
+"""Quantity parsing: exact values and the round-up of Quantity.Value()/MilliValue()."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from scheduler.framework.quantity import QuantityError, milli_value_of, parse_quantity, value_of
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        pytest.param("0", Fraction(0), id="zero"),
+        pytest.param("1", Fraction(1), id="plain"),
+        pytest.param("500m", Fraction(1, 2), id="milli"),
+        pytest.param("1.5", Fraction(3, 2), id="decimal-fraction"),
+        pytest.param(".5", Fraction(1, 2), id="leading-dot"),
+        pytest.param("1.", Fraction(1), id="trailing-dot"),
+        pytest.param("+2", Fraction(2), id="plus-sign"),
+        pytest.param("-2", Fraction(-2), id="minus-sign"),
+        pytest.param("100n", Fraction(1, 10**7), id="nano"),
+        pytest.param("3u", Fraction(3, 10**6), id="micro"),
+        pytest.param("1k", Fraction(1000), id="kilo"),
+        pytest.param("1M", Fraction(10**6), id="mega"),
+        pytest.param("2G", Fraction(2 * 10**9), id="giga"),
+        pytest.param("1T", Fraction(10**12), id="tera"),
+        pytest.param("1P", Fraction(10**15), id="peta"),
+        pytest.param("1E", Fraction(10**18), id="exa"),
+        pytest.param("1Ki", Fraction(1024), id="kibi"),
+        pytest.param("1Mi", Fraction(2**20), id="mebi"),
+        pytest.param("1.5Gi", Fraction(3 * 2**29), id="fractional-gibi"),
+        pytest.param("1Ti", Fraction(2**40), id="tebi"),
+        pytest.param("1Pi", Fraction(2**50), id="pebi"),
+        pytest.param("1Ei", Fraction(2**60), id="exbi"),
+        pytest.param("1e3", Fraction(1000), id="exponent"),
+        pytest.param("1E3", Fraction(1000), id="capital-exponent"),
+        pytest.param("5e-3", Fraction(5, 1000), id="negative-exponent"),
+        pytest.param("2e+2", Fraction(200), id="explicit-positive-exponent"),
+        pytest.param(3, Fraction(3), id="json-integer"),
+        pytest.param(0.25, Fraction(1, 4), id="json-float"),
+        pytest.param(" 1Gi ", Fraction(2**30), id="surrounding-space-trimmed-like-json-decoding"),
+    ],
+)
+def test_parse_quantity(text: str | int | float, want: Fraction) -> None:
+    """Every suffix family parses to the exact number of base units."""
+    assert parse_quantity(text) == want
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("", id="empty"),
+        pytest.param("abc", id="letters"),
+        pytest.param("1 Gi", id="inner-space"),
+        pytest.param("1K", id="capital-k-is-not-a-suffix"),
+        pytest.param("1KB", id="bytes-suffix"),
+        pytest.param("1ki", id="lowercase-binary"),
+        pytest.param("1e", id="exponent-without-digits"),
+        pytest.param("1Gi1", id="trailing-digits"),
+        pytest.param("--1", id="double-sign"),
+        pytest.param("1.2.3", id="two-dots"),
+        pytest.param(True, id="boolean"),
+    ],
+)
+def test_invalid_quantities(text: str | bool) -> None:
+    """Malformed quantities raise QuantityError (a ValueError) instead of parsing to something."""
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "milli"),
+    [
+        pytest.param("1", 1, 1000, id="one"),
+        pytest.param("100m", 1, 100, id="milli-rounds-value-up"),
+        pytest.param("0.0001", 1, 1, id="sub-milli-rounds-up"),
+        pytest.param("1.0005", 2, 1001, id="half-milli-rounds-up"),
+        pytest.param("1n", 1, 1, id="nano"),
+        pytest.param("250m", 1, 250, id="quarter"),
+        pytest.param("1Gi", 2**30, 2**30 * 1000, id="gibi"),
+        pytest.param("0.5Ki", 512, 512_000, id="half-kibi"),
+        pytest.param("0", 0, 0, id="zero"),
+    ],
+)
+def test_value_and_milli_value_round_up(text: str, value: int, milli: int) -> None:
+    """Value() and MilliValue() are ceilings, so a tiny request never becomes zero."""
+    assert value_of(text) == value
+    assert milli_value_of(text) == milli
+
+
+def test_error_names_the_bad_text() -> None:
+    """The error message quotes the offending text so the caller can name the field."""
+    with pytest.raises(QuantityError, match="'12ab'"):
+        parse_quantity("12ab")
