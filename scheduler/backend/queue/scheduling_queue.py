@@ -1,0 +1,517 @@
+"""The scheduling queue: activeQ, backoffQ, unschedulable pods and gated pods (upstream scheduling_queue.go).
+
+- **activeQ**: a heap in QueueSort order (`sort_key(priority, timestamp, seq)`); `pop()` takes its head.
+- **backoffQ**: a heap by backoff expiry; `flush_backoff_completed()` moves expired pods to activeQ.
+  Backoff is `initial * 2^(attempts-1)` capped at `max` (1, 2, 4, 8, 10, 10... s by default), counted from
+  the time the pod came back from its last attempt.
+- **unschedulable**: pods rejected by plugins; they leave only when a cluster event one of their rejecting
+  plugins registered for arrives (`move_all_to_active_or_backoff`), when the pod itself changes, or after
+  `max_unschedulable_seconds` (`flush_unschedulable_leftover`, upstream's 5 min).
+- **gated**: pods a PreEnqueue check rejected (e.g. scheduling gates); upstream keeps them in
+  unschedulablePods flagged Gated and reports them as `pending_pods{queue="gated"}`.
+
+A popped pod is *in flight* until `add_unschedulable_if_not_present` or `done`. Requeue follows the
+pre-QueueingHint rule: if a move request (any cluster event) happened during the pod's scheduling cycle, or
+the pod failed with an Error (no rejecting plugin), it goes to backoffQ rather than unschedulable, so an
+event that arrived while it was being scheduled is not lost.
+
+Pure: no asyncio, no I/O, no threads; time comes from the injected clock. Heaps use lazy deletion (each uid
+maps to its live heap entry; stale entries are skipped on pop and compacted when they pile up).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.framework.interface import WILDCARD, ClusterEvent
+from scheduler.framework.status import Status, is_success
+from scheduler.framework.types import PodInfo
+
+ACTIVE = "active"
+BACKOFF = "backoff"
+UNSCHEDULABLE = "unschedulable"
+GATED = "gated"
+IN_FLIGHT = "in_flight"
+
+# Event labels of scheduler_queue_incoming_pods_total (upstream framework/events.go and ClusterEvent.Label).
+EVENT_POD_ADD = "UnscheduledPodAdd"
+EVENT_POD_UPDATE = "UnscheduledPodUpdate"
+EVENT_SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+EVENT_BACKOFF_COMPLETE = "BackoffComplete"
+EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+
+SortKeyFn = Callable[[int, float, int], tuple[Any, ...]]
+PreEnqueueFn = Callable[[PodInfo], Status | None]
+_Entry = tuple[Any, int, str]  # (sort key or expiry, seq, uid); seq is unique so uid is never compared
+
+
+def event_label(event: ClusterEvent) -> str:
+    """ClusterEvent.Label(): the custom label, else resource + action name (e.g. "NodeAdd")."""
+    if event.label:
+        return event.label
+    name = event.action.name or str(event.action.value)
+    return event.resource + "".join(part.capitalize() for part in name.split("_"))
+
+
+@dataclass(slots=True, eq=False)
+class QueuedPodInfo:
+    """A pod in the queue with its scheduling history (upstream framework.QueuedPodInfo)."""
+
+    pod: PodInfo
+    timestamp: float  # last time it entered the queue (first add, or return from an attempt)
+    # First time it entered activeQ (start of the SLI metric); -1.0 until then, always set once popped.
+    initial_attempt_timestamp: float = -1.0
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gated: bool = False
+    gating_plugin: str = ""  # the PreEnqueue plugin that gated it
+    gating_message: str = ""
+
+    @property
+    def uid(self) -> str:
+        return self.pod.uid
+
+    def rejectors(self) -> set[str]:
+        """Plugins whose rejection keeps the pod out: unschedulable and pending plugins together."""
+        return self.unschedulable_plugins | self.pending_plugins
+
+
+def _pod_updated(old: PodInfo, new: PodInfo) -> bool:
+    """Whether an update may change the scheduling result (upstream isPodUpdated: spec or metadata, not
+    status or resourceVersion). Spec is compared by fingerprint, metadata by labels."""
+    return old.spec_fingerprint != new.spec_fingerprint or old.labels != new.labels
+
+
+class SchedulingQueue:
+    """Priority queue of pods waiting to be scheduled, with backoff and unschedulable parking."""
+
+    def __init__(
+        self,
+        sort_key_fn: SortKeyFn,
+        clock: Callable[[], float],
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        max_unschedulable_seconds: float = 300.0,
+        pre_enqueue: PreEnqueueFn | None = None,
+    ) -> None:
+        self._sort_key = sort_key_fn
+        self._clock = clock
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_unschedulable_seconds = max_unschedulable_seconds
+        self._pre_enqueue = pre_enqueue
+        self._seq = itertools.count()
+
+        self._active: dict[str, QueuedPodInfo] = {}
+        self._active_entries: dict[str, _Entry] = {}
+        self._active_heap: list[_Entry] = []
+        self._backoff: dict[str, QueuedPodInfo] = {}
+        self._backoff_entries: dict[str, _Entry] = {}
+        self._backoff_heap: list[_Entry] = []
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._gated: dict[str, QueuedPodInfo] = {}
+
+        self._in_flight: dict[str, QueuedPodInfo] = {}
+        self._updated_in_flight: dict[str, PodInfo] = {}  # latest version seen while in flight
+        self._deleted_in_flight: set[str] = set()
+
+        self._scheduling_cycle = 0
+        self._move_request_cycle = -1
+        self.incoming: dict[tuple[str, str], int] = {}
+
+    # -----------------------------------------------------------------------------------------------------
+    # Heaps
+
+    def _push_active(self, qpi: QueuedPodInfo) -> None:
+        seq = next(self._seq)
+        entry: _Entry = (self._sort_key(qpi.pod.priority, qpi.timestamp, seq), seq, qpi.uid)
+        self._active[qpi.uid] = qpi
+        self._active_entries[qpi.uid] = entry
+        heapq.heappush(self._active_heap, entry)
+
+    def _push_backoff(self, qpi: QueuedPodInfo) -> None:
+        seq = next(self._seq)
+        entry: _Entry = (self.backoff_expiry(qpi), seq, qpi.uid)
+        self._backoff[qpi.uid] = qpi
+        self._backoff_entries[qpi.uid] = entry
+        heapq.heappush(self._backoff_heap, entry)
+
+    @staticmethod
+    def _compact(heap: list[_Entry], live: dict[str, _Entry]) -> None:
+        """Rebuild a heap from its live entries once stale ones outnumber them."""
+        if len(heap) > 2 * len(live) + 64:
+            heap[:] = live.values()
+            heapq.heapify(heap)
+
+    def _remove_active(self, uid: str) -> QueuedPodInfo | None:
+        qpi = self._active.pop(uid, None)
+        if qpi is not None:
+            del self._active_entries[uid]
+            self._compact(self._active_heap, self._active_entries)
+        return qpi
+
+    def _remove_backoff(self, uid: str) -> QueuedPodInfo | None:
+        qpi = self._backoff.pop(uid, None)
+        if qpi is not None:
+            del self._backoff_entries[uid]
+            self._compact(self._backoff_heap, self._backoff_entries)
+        return qpi
+
+    def _clean_backoff_top(self) -> None:
+        heap, live = self._backoff_heap, self._backoff_entries
+        while heap and live.get(heap[0][2]) is not heap[0]:
+            heapq.heappop(heap)
+
+    # -----------------------------------------------------------------------------------------------------
+    # Moves
+
+    def _count(self, queue: str, event: str) -> None:
+        key = (queue, event)
+        self.incoming[key] = self.incoming.get(key, 0) + 1
+
+    def backoff_duration(self, qpi: QueuedPodInfo) -> float:
+        """initial * 2^(attempts-1) capped at max; 0 before the first attempt."""
+        if qpi.attempts <= 0:
+            return 0.0
+        exponent = min(qpi.attempts - 1, 64)
+        return float(min(self.initial_backoff * (2**exponent), self.max_backoff))
+
+    def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        """Clock time at which the pod's backoff ends."""
+        return qpi.timestamp + self.backoff_duration(qpi)
+
+    def _backing_off(self, qpi: QueuedPodInfo) -> bool:
+        return self.backoff_expiry(qpi) > self._clock()
+
+    def _move_to_active(self, qpi: QueuedPodInfo, event: str) -> str:
+        """Run PreEnqueue; gate the pod or push it to activeQ. The caller has taken it out of its queue."""
+        status = self._pre_enqueue(qpi.pod) if self._pre_enqueue is not None else None
+        if not is_success(status):
+            assert status is not None
+            was_gated = qpi.uid in self._gated
+            qpi.gated = True
+            qpi.gating_plugin = status.plugin
+            qpi.gating_message = status.message()
+            self._gated[qpi.uid] = qpi
+            if not was_gated:
+                self._count(UNSCHEDULABLE, event)  # upstream counts gated pods under "unschedulable"
+            return GATED
+        self._gated.pop(qpi.uid, None)
+        qpi.gated = False
+        qpi.gating_plugin = qpi.gating_message = ""
+        if qpi.initial_attempt_timestamp < 0:
+            qpi.initial_attempt_timestamp = self._clock()
+        self._push_active(qpi)
+        self._count(ACTIVE, event)
+        return ACTIVE
+
+    def _requeue(self, qpi: QueuedPodInfo, event: str) -> str:
+        """Move a pod taken out of unschedulable/gated: backoffQ while backing off, else activeQ."""
+        if self._backing_off(qpi):
+            self._gated.pop(qpi.uid, None)
+            qpi.gated = False
+            self._push_backoff(qpi)
+            self._count(BACKOFF, event)
+            return BACKOFF
+        return self._move_to_active(qpi, event)
+
+    # -----------------------------------------------------------------------------------------------------
+    # Pod events
+
+    def add(self, pod: PodInfo) -> str:
+        """A new pending pod: to activeQ, or gated when PreEnqueue rejects it. Return the queue it is in.
+
+        A pod the queue already tracks is treated as an update.
+        """
+        if pod.uid in self:
+            current = self.get(pod.uid)
+            assert current is not None
+            return self.update(current.pod, pod)
+        qpi = QueuedPodInfo(pod=pod, timestamp=self._clock())
+        return self._move_to_active(qpi, EVENT_POD_ADD)
+
+    def update(self, old: PodInfo, new: PodInfo) -> str:
+        """A pending pod changed. Return the queue it is in afterwards (IN_FLIGHT when being scheduled).
+
+        In activeQ/backoffQ it is updated in place (re-sorted if its priority changed); an unschedulable pod
+        whose spec or labels changed moves to backoffQ/activeQ; a gated pod re-runs PreEnqueue; an in-flight
+        pod keeps the update for its requeue; an unknown pod is added. Changes are judged against the
+        version the queue holds, so `old` only matters for pods the queue does not know.
+        """
+        uid = new.uid
+        if uid in self._in_flight:
+            self._updated_in_flight[uid] = new
+            return IN_FLIGHT
+        qpi = self._active.get(uid)
+        if qpi is not None:
+            repush = qpi.pod.priority != new.priority
+            qpi.pod = new
+            if repush:
+                self._remove_active(uid)
+                self._push_active(qpi)
+            return ACTIVE
+        qpi = self._backoff.get(uid)
+        if qpi is not None:
+            qpi.pod = new
+            return BACKOFF
+        qpi = self._unschedulable.get(uid)
+        if qpi is not None:
+            changed = _pod_updated(qpi.pod, new)
+            qpi.pod = new
+            if not changed:
+                return UNSCHEDULABLE
+            del self._unschedulable[uid]
+            return self._requeue(qpi, EVENT_POD_UPDATE)
+        qpi = self._gated.get(uid)
+        if qpi is not None:
+            qpi.pod = new
+            return self._requeue(qpi, EVENT_POD_UPDATE)
+        return self.add(new)  # unknown pod: the new version is all that matters
+
+    def delete(self, uid: str) -> bool:
+        """The pod was deleted or bound (by anyone): it leaves the queue. Return True if it was tracked."""
+        if self._remove_active(uid) or self._remove_backoff(uid):
+            return True
+        if self._unschedulable.pop(uid, None) or self._gated.pop(uid, None):
+            return True
+        if uid in self._in_flight:
+            self._deleted_in_flight.add(uid)
+            return True
+        return False
+
+    # -----------------------------------------------------------------------------------------------------
+    # Scheduling cycle
+
+    def pop(self) -> QueuedPodInfo | None:
+        """Take the head of activeQ (None when empty): it becomes in flight, its attempts and the
+        scheduling cycle counter go up."""
+        heap, live = self._active_heap, self._active_entries
+        while heap:
+            entry = heapq.heappop(heap)
+            uid = entry[2]
+            if live.get(uid) is not entry:
+                continue
+            del live[uid]
+            qpi = self._active.pop(uid)
+            qpi.attempts += 1
+            self._scheduling_cycle += 1
+            self._in_flight[uid] = qpi
+            self._updated_in_flight.pop(uid, None)
+            self._deleted_in_flight.discard(uid)
+            return qpi
+        return None
+
+    @property
+    def scheduling_cycle(self) -> int:
+        """Number of pops so far; read it right after pop() to get the pod's scheduling cycle."""
+        return self._scheduling_cycle
+
+    def done(self, uid: str) -> None:
+        """The scheduling attempt of an in-flight pod is over (bound, or requeued). Idempotent."""
+        self._in_flight.pop(uid, None)
+        self._updated_in_flight.pop(uid, None)
+        self._deleted_in_flight.discard(uid)
+
+    def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> str | None:
+        """Requeue a pod whose attempt failed; return its queue, or None when it was not requeued.
+
+        Not requeued when it was deleted while in flight or is already queued. A pod updated (spec/labels)
+        while in flight takes its latest version. Error failures (no rejecting plugin), a move request
+        during its cycle, or an in-flight update send it to backoffQ; otherwise it is parked in
+        unschedulable. Calls done(uid).
+        """
+        uid = qpi.uid
+        try:
+            if uid in self._deleted_in_flight:
+                return None
+            if self.queue_of(uid) not in (None, IN_FLIGHT):  # already queued (e.g. re-added meanwhile)
+                return None
+            latest = self._updated_in_flight.get(uid)
+            updated = latest is not None and _pod_updated(qpi.pod, latest)
+            if latest is not None:
+                qpi.pod = latest
+            qpi.timestamp = self._clock()
+            qpi.gated = False
+            if updated or not qpi.rejectors() or self._move_request_cycle >= pod_scheduling_cycle:
+                self._push_backoff(qpi)
+                self._count(BACKOFF, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+                return BACKOFF
+            self._unschedulable[uid] = qpi
+            self._count(UNSCHEDULABLE, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+            return UNSCHEDULABLE
+        finally:
+            self.done(uid)
+
+    # -----------------------------------------------------------------------------------------------------
+    # Cluster events and flushes
+
+    @staticmethod
+    def _interested(
+        plugins: Iterable[str], event: ClusterEvent, plugin_events: Mapping[str, list[ClusterEvent]]
+    ) -> bool:
+        """Whether any of the plugins registered an event matching this one. A plugin absent from the map
+        registered nothing specific, so any event concerns it (upstream: plugins without EnqueueExtensions
+        get all events)."""
+        for plugin in plugins:
+            registered = plugin_events.get(plugin)
+            if registered is None or any(event.matches(r) for r in registered):
+                return True
+        return False
+
+    def move_all_to_active_or_backoff(
+        self, event: ClusterEvent, plugin_events: Mapping[str, list[ClusterEvent]]
+    ) -> int:
+        """A cluster event happened: move the unschedulable pods it may help; return how many moved.
+
+        An unschedulable pod moves when one of its rejecting plugins registered a matching event, or when it
+        has no rejecting plugin; a wildcard event (e.g. UnschedulableTimeout) moves all. Gated pods re-run
+        PreEnqueue when their gating plugin is interested. Pods in flight now will requeue to backoffQ.
+        """
+        label = event_label(event)
+        wildcard = event.resource == WILDCARD
+        moved = 0
+        for uid, qpi in list(self._unschedulable.items()):
+            rejectors = qpi.rejectors()
+            if wildcard or not rejectors or self._interested(rejectors, event, plugin_events):
+                del self._unschedulable[uid]
+                self._requeue(qpi, label)
+                moved += 1
+        for qpi in list(self._gated.values()):
+            if not (wildcard or self._interested([qpi.gating_plugin], event, plugin_events)):
+                continue
+            if self._requeue(qpi, label) != GATED:
+                moved += 1
+        self._move_request_cycle = self._scheduling_cycle
+        return moved
+
+    def flush_backoff_completed(self) -> int:
+        """Move pods whose backoff expired to activeQ (upstream runs this every second); return how many."""
+        now = self._clock()
+        heap, live = self._backoff_heap, self._backoff_entries
+        moved = 0
+        while heap and heap[0][0] <= now:
+            entry = heapq.heappop(heap)
+            uid = entry[2]
+            if live.get(uid) is not entry:
+                continue
+            del live[uid]
+            qpi = self._backoff.pop(uid)
+            self._move_to_active(qpi, EVENT_BACKOFF_COMPLETE)
+            moved += 1
+        return moved
+
+    def flush_unschedulable_leftover(self) -> int:
+        """Move pods parked longer than max_unschedulable_seconds (upstream checks every 30 s); gated pods
+        re-run PreEnqueue. Return how many left unschedulable/gated."""
+        now = self._clock()
+        limit = self.max_unschedulable_seconds
+        moved = 0
+        for uid, qpi in list(self._unschedulable.items()):
+            if now - qpi.timestamp > limit:
+                del self._unschedulable[uid]
+                self._requeue(qpi, EVENT_UNSCHEDULABLE_TIMEOUT)
+                moved += 1
+        for qpi in list(self._gated.values()):
+            if now - qpi.timestamp > limit and self._requeue(qpi, EVENT_UNSCHEDULABLE_TIMEOUT) != GATED:
+                moved += 1
+        return moved
+
+    def next_wakeup(self) -> float | None:
+        """Clock time of the earliest backoff expiry, or None when backoffQ is empty."""
+        self._clean_backoff_top()
+        return self._backoff_heap[0][0] if self._backoff_heap else None
+
+    # -----------------------------------------------------------------------------------------------------
+    # Introspection
+
+    def pending(self) -> dict[str, int]:
+        """Pods per queue, for scheduler_pending_pods{queue}."""
+        return {
+            ACTIVE: len(self._active),
+            BACKOFF: len(self._backoff),
+            UNSCHEDULABLE: len(self._unschedulable),
+            GATED: len(self._gated),
+        }
+
+    def unschedulable_pods(self) -> list[QueuedPodInfo]:
+        """Pods parked as unschedulable (gated ones excluded), e.g. for scheduler_unschedulable_pods."""
+        return list(self._unschedulable.values())
+
+    def gated_pods(self) -> list[QueuedPodInfo]:
+        """Pods held back by a PreEnqueue check."""
+        return list(self._gated.values())
+
+    def queue_of(self, uid: str) -> str | None:
+        """Which queue holds the pod (IN_FLIGHT while being scheduled), or None."""
+        for name, pods in (
+            (ACTIVE, self._active),
+            (BACKOFF, self._backoff),
+            (UNSCHEDULABLE, self._unschedulable),
+            (GATED, self._gated),
+        ):
+            if uid in pods:
+                return name
+        if uid in self._in_flight and uid not in self._deleted_in_flight:
+            return IN_FLIGHT
+        return None
+
+    def __contains__(self, uid: object) -> bool:
+        """True when the pod is queued or in flight (and not deleted meanwhile)."""
+        return isinstance(uid, str) and self.queue_of(uid) is not None
+
+    def get(self, uid: str) -> QueuedPodInfo | None:
+        """The queued (or in-flight) record of a pod."""
+        for pods in (self._active, self._backoff, self._unschedulable, self._gated):
+            qpi = pods.get(uid)
+            if qpi is not None:
+                return qpi
+        if uid in self._deleted_in_flight:
+            return None
+        return self._in_flight.get(uid)
+
+    def __len__(self) -> int:
+        """Pods waiting in any queue (in-flight pods excluded)."""
+        return sum(self.pending().values())
+
+    def _describe(self, qpi: QueuedPodInfo, now: float) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "uid": qpi.uid,
+            "pod": qpi.pod.key,
+            "priority": qpi.pod.priority,
+            "attempts": qpi.attempts,
+            "since_seconds": round(now - qpi.timestamp, 3),
+        }
+        if qpi.unschedulable_plugins:
+            out["unschedulable_plugins"] = sorted(qpi.unschedulable_plugins)
+        if qpi.pending_plugins:
+            out["pending_plugins"] = sorted(qpi.pending_plugins)
+        if qpi.gated:
+            out["gating_plugin"] = qpi.gating_plugin
+            out["gating_message"] = qpi.gating_message
+        return out
+
+    def dump(self) -> dict[str, Any]:
+        """JSON-able view for the debug endpoint: each queue's pods (activeQ in pop order)."""
+        now = self._clock()
+        active = sorted(self._active_entries.values())
+        backoff = sorted(self._backoff_entries.values())
+        return {
+            "scheduling_cycle": self._scheduling_cycle,
+            "move_request_cycle": self._move_request_cycle,
+            "pending": self.pending(),
+            ACTIVE: [self._describe(self._active[e[2]], now) for e in active],
+            BACKOFF: [
+                {**self._describe(self._backoff[e[2]], now), "backoff_left_seconds": round(e[0] - now, 3)}
+                for e in backoff
+            ],
+            UNSCHEDULABLE: [self._describe(q, now) for q in self._unschedulable.values()],
+            GATED: [self._describe(q, now) for q in self._gated.values()],
+            IN_FLIGHT: [
+                self._describe(q, now) for u, q in self._in_flight.items() if u not in self._deleted_in_flight
+            ],
+        }
