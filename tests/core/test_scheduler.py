@@ -1,0 +1,336 @@
+"""The scheduler loop over an in-memory cluster: binding, events, conditions, requeueing, resync and profiles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler.adapters.memory import MemoryCluster, RecordedEvent
+from scheduler.config.load import load_config
+from scheduler.core.api import AlreadyBoundError, BindError
+from scheduler.core.clock import FakeClock
+from scheduler.core.profile import build_scheduler
+from scheduler.core.scheduler import Scheduler
+from scheduler.framework.types import PodInfo
+from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
+from scheduler.testing import PodBuilder, make_node, make_pod
+
+JSON = dict[str, Any]
+
+
+class Env:
+    """A MemoryCluster wired to a scheduler with a fake clock."""
+
+    def __init__(self, cluster: MemoryCluster | None = None, config_raw: JSON | None = None, seed: int = 0) -> None:
+        self.cluster = cluster or MemoryCluster()
+        self.clock = FakeClock()
+        config = None
+        if config_raw is not None:
+            config = load_config(config_raw, REGISTRY.keys(), parse_plugin_args, implements=implements)
+        self.scheduler: Scheduler = build_scheduler(self.cluster, config, clock=self.clock, seed=seed)
+        self.cluster.attach(self.scheduler)
+
+    async def settle(self, advance: bool = True) -> None:
+        await self.scheduler.run_until_idle(advance=self.clock.advance_to if advance else None)
+
+    def pod(self, builder: PodBuilder) -> JSON:
+        obj = builder.obj()
+        self.cluster.apply_pod(obj)
+        return obj
+
+    def events_of(self, obj: JSON) -> list[RecordedEvent]:
+        meta = obj["metadata"]
+        return [e for e in self.cluster.events if (e.namespace, e.name) == (meta["namespace"], meta["name"])]
+
+    def node_of(self, obj: JSON) -> str | None:
+        return self.cluster.node_of(obj["metadata"]["uid"])
+
+
+def _uid(obj: JSON) -> str:
+    return str(obj["metadata"]["uid"])
+
+
+async def test_pods_bind_with_one_scheduled_event_each() -> None:
+    """Each bound pod gets exactly one Normal Scheduled/Binding event naming ns/name and its node."""
+    env = Env()
+    for n in ("n1", "n2"):
+        env.cluster.apply_node(make_node(n).obj())
+    pods = [env.pod(make_pod(f"web-{i}", "shop").req(cpu="100m")) for i in range(3)]
+    await env.settle()
+    for obj in pods:
+        node = env.node_of(obj)
+        assert node in {"n1", "n2"}
+        events = env.events_of(obj)
+        assert len(events) == 1
+        ev = events[0]
+        assert (ev.type, ev.reason, ev.action) == ("Normal", "Scheduled", "Binding")
+        assert ev.note == f"Successfully assigned shop/{obj['metadata']['name']} to {node}"
+        assert ev.reporting_controller == "pyscheduler"
+    assert len(env.cluster.bindings) == 3
+
+
+async def test_unschedulable_pod_event_and_condition() -> None:
+    """A pod that fits nowhere: Warning FailedScheduling/Scheduling and PodScheduled=False Unschedulable."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
+    env.cluster.apply_node(make_node("n2").capacity(cpu="2").obj())
+    obj = env.pod(make_pod("big").req(cpu="3"))
+    await env.settle()
+    want = "0/2 nodes are available: 2 Insufficient cpu."
+    assert env.node_of(obj) is None
+    events = env.events_of(obj)
+    assert [(e.type, e.reason, e.action, e.note) for e in events] == [
+        ("Warning", "FailedScheduling", "Scheduling", want)
+    ]
+    cond = env.cluster.conditions[_uid(obj)]
+    assert (cond.type, cond.status, cond.reason, cond.message) == ("PodScheduled", "False", "Unschedulable", want)
+    assert env.scheduler.queue.queue_of(_uid(obj)) == "unschedulable"
+
+
+async def test_long_message_truncated_in_event_but_not_in_condition() -> None:
+    """The event note is cut to 1024 bytes with " ..."; the condition keeps the full message."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").obj())
+    resources = [f"example.com/a-rather-long-extended-resource-name-{i:03d}" for i in range(40)]
+    builder = make_pod("greedy").req(cpu="100m")
+    for r in resources:
+        builder.extended(r, "1")
+    obj = env.pod(builder)
+    await env.settle()
+    full = "0/1 nodes are available: " + ", ".join(sorted(f"1 Insufficient {r}" for r in resources)) + "."
+    assert len(full) > 1024
+    [event] = env.events_of(obj)
+    assert event.note == full[:1020] + " ..."
+    assert env.cluster.conditions[_uid(obj)].message == full
+
+
+async def test_no_nodes_available_event_then_node_added() -> None:
+    """No nodes: "no nodes available to schedule pods" (Unschedulable, retried on backoff); a new node takes it."""
+    env = Env()
+    obj = env.pod(make_pod("p"))
+    await env.settle()
+    notes = {(e.reason, e.note) for e in env.events_of(obj)}
+    assert notes == {("FailedScheduling", "no nodes available to schedule pods")}
+    cond = env.cluster.conditions[_uid(obj)]
+    assert (cond.reason, cond.message) == ("Unschedulable", "no nodes available to schedule pods")
+    env.cluster.apply_node(make_node("n1").obj())
+    await env.settle()
+    assert env.node_of(obj) == "n1"
+
+
+async def test_pending_pod_scheduled_when_node_added() -> None:
+    """NodeAdd moves the rejected pod back to the active queue and it binds to the new node."""
+    env = Env()
+    env.cluster.apply_node(make_node("small").capacity(cpu="1").obj())
+    obj = env.pod(make_pod("p").req(cpu="2"))
+    await env.settle()
+    assert env.node_of(obj) is None
+    env.cluster.apply_node(make_node("large").capacity(cpu="8").obj())
+    await env.settle()
+    assert env.node_of(obj) == "large"
+    assert [e.reason for e in env.events_of(obj)] == ["FailedScheduling", "Scheduled"]
+
+
+async def test_pending_pod_scheduled_when_assigned_pod_deleted() -> None:
+    """Deleting an assigned pod frees its requests and the pending pod binds."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
+    hog = env.pod(make_pod("hog").req(cpu="2").node("n1"))
+    obj = env.pod(make_pod("p").req(cpu="1"))
+    await env.settle()
+    assert env.node_of(obj) is None
+    assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu."
+    env.cluster.delete_pod(_uid(hog))
+    await env.settle()
+    assert env.node_of(obj) == "n1"
+
+
+async def test_other_schedulers_pods_ignored_but_counted_when_bound() -> None:
+    """A default-scheduler pod is never scheduled by us; once bound elsewhere its requests count."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
+    other = make_pod("theirs").req(cpu="1500m").scheduler_name("default-scheduler")
+    other_obj = env.pod(other)
+    await env.settle()
+    assert env.node_of(other_obj) is None
+    assert env.events_of(other_obj) == []
+    assert env.cluster.bindings == []
+    bound = other_obj | {"spec": other_obj["spec"] | {"nodeName": "n1"}}
+    env.cluster.apply_pod(bound)
+    obj = env.pod(make_pod("ours").req(cpu="1"))
+    await env.settle()
+    assert env.node_of(obj) is None
+    assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+async def test_unparsable_pod_reports_scheduler_error_and_others_schedule() -> None:
+    """A quantity "lots" gives FailedScheduling naming the field (SchedulerError); other pods still bind."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").obj())
+    bad = env.pod(make_pod("bad").req(cpu="lots"))
+    good = env.pod(make_pod("good").req(cpu="100m"))
+    await env.settle()
+    assert env.node_of(good) == "n1"
+    assert env.node_of(bad) is None
+    [event] = env.events_of(bad)
+    assert (event.type, event.reason) == ("Warning", "FailedScheduling")
+    assert "spec.containers[0].resources.requests.cpu" in event.note and "lots" in event.note
+    cond = env.cluster.conditions[_uid(bad)]
+    assert (cond.status, cond.reason) == ("False", "SchedulerError")
+    assert cond.message == event.note
+
+
+class FlakyCluster(MemoryCluster):
+    """Fails the first `failures` binds with `error`."""
+
+    def __init__(self, error: BindError, failures: int = 1) -> None:
+        super().__init__()
+        self.error = error
+        self.failures = failures
+        self.attempts = 0
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        self.attempts += 1
+        if self.failures > 0:
+            self.failures -= 1
+            raise self.error
+        await super().bind(pod, node_name)
+
+
+async def test_bind_failure_forgets_pod_and_retries_after_backoff() -> None:
+    """A failed bind forgets the assumed pod, reports SchedulerError and binds after the 1s backoff."""
+    cluster = FlakyCluster(BindError("etcd timeout"))
+    env = Env(cluster)
+    env.cluster.apply_node(make_node("n1").capacity(cpu="1").obj())
+    obj = env.pod(make_pod("p").req(cpu="1"))
+    await env.settle(advance=False)
+    uid = _uid(obj)
+    assert env.node_of(obj) is None
+    assert not env.scheduler.cache.is_assumed(uid)
+    assert env.scheduler.cache.get_pod(uid) is None
+    info = env.scheduler.cache.get_node("n1")
+    assert info is not None and info.requested.milli_cpu == 0
+    [event] = env.events_of(obj)
+    assert event.reason == "FailedScheduling"
+    assert event.note == 'running Bind plugin "DefaultBinder": etcd timeout'
+    assert env.cluster.conditions[uid].reason == "SchedulerError"
+    assert env.scheduler.queue.queue_of(uid) == "backoff"
+    await env.settle()
+    assert env.node_of(obj) == "n1"
+    assert env.clock.now >= 1.0
+    assert cluster.attempts == 2
+    assert [e.reason for e in env.events_of(obj)] == ["FailedScheduling", "Scheduled"]
+
+
+async def test_already_bound_drops_pod_without_events() -> None:
+    """AlreadyBoundError (409): the pod leaves the queue, no event, no condition."""
+    cluster = FlakyCluster(AlreadyBoundError("already assigned"), failures=10)
+    env = Env(cluster)
+    env.cluster.apply_node(make_node("n1").obj())
+    obj = env.pod(make_pod("p"))
+    await env.settle()
+    uid = _uid(obj)
+    assert cluster.attempts == 1
+    assert env.events_of(obj) == []
+    assert uid not in env.cluster.conditions
+    assert uid not in env.scheduler.queue
+    assert not env.scheduler.cache.is_assumed(uid)
+
+
+async def test_resync_removes_vanished_pod_and_frees_capacity() -> None:
+    """resync() drops a pod the LIST no longer has; its freed cpu lets a pending pod bind."""
+    env = Env()
+    node = make_node("n1").capacity(cpu="2").obj()
+    env.cluster.apply_node(node)
+    hog = make_pod("hog").req(cpu="2").node("n1").obj()
+    env.cluster.apply_pod(hog)
+    obj = env.pod(make_pod("p").req(cpu="1"))
+    await env.settle()
+    assert env.node_of(obj) is None
+    del env.cluster.pods[_uid(hog)]  # deleted during a watch gap: no DELETED event
+    repaired = env.scheduler.resync([node], list(env.cluster.pods.values()))
+    assert repaired.get("extra_pods") == 1
+    assert env.scheduler.cache.get_pod(_uid(hog)) is None
+    await env.settle()
+    assert env.node_of(obj) == "n1"
+
+
+async def test_resync_removes_vanished_node() -> None:
+    """resync() drops a node the LIST no longer has; new pods only go to the remaining node."""
+    env = Env()
+    keep, gone = make_node("keep").obj(), make_node("gone").obj()
+    env.cluster.apply_node(keep)
+    env.cluster.apply_node(gone)
+    repaired = env.scheduler.resync([keep], [])
+    assert repaired.get("extra_nodes") == 1
+    assert env.scheduler.cache.get_node("gone") is None
+    pods = [env.pod(make_pod(f"p{i}")) for i in range(4)]
+    await env.settle()
+    assert [env.node_of(p) for p in pods] == ["keep"] * 4
+
+
+async def test_terminating_pod_keeps_resources() -> None:
+    """A terminating assigned pod still holds its requests until it is deleted."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
+    old = env.pod(make_pod("old").req(cpu="2").node("n1").terminating())
+    obj = env.pod(make_pod("new").req(cpu="1"))
+    await env.settle()
+    assert env.node_of(obj) is None
+    assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu."
+    env.cluster.delete_pod(_uid(old))
+    await env.settle()
+    assert env.node_of(obj) == "n1"
+
+
+async def test_terminating_pending_pod_not_scheduled() -> None:
+    """A pending pod being deleted is never bound."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").obj())
+    obj = env.pod(make_pod("dying").terminating())
+    await env.settle()
+    assert env.node_of(obj) is None
+    assert env.cluster.bindings == []
+
+
+async def test_multiple_profiles_each_schedule_their_own_pods() -> None:
+    """Two schedulerNames: each profile schedules only its pods, with its own plugins."""
+    raw: JSON = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {"schedulerName": "pyscheduler"},
+            {"schedulerName": "no-fit", "plugins": {"filter": {"disabled": [{"name": "NodeResourcesFit"}]}}},
+        ],
+    }
+    env = Env(config_raw=raw)
+    assert set(env.scheduler.profiles) == {"pyscheduler", "no-fit"}
+    env.cluster.apply_node(make_node("n1").capacity(cpu="1").obj())
+    ours = env.pod(make_pod("ours").req(cpu="4"))
+    theirs = env.pod(make_pod("theirs").req(cpu="4").scheduler_name("no-fit"))
+    stranger = env.pod(make_pod("stranger").scheduler_name("third-scheduler"))
+    await env.settle()
+    assert env.node_of(ours) is None
+    assert env.cluster.conditions[_uid(ours)].message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert env.node_of(theirs) == "n1"
+    assert env.node_of(stranger) is None and env.events_of(stranger) == []
+    assert [e.reporting_controller for e in env.events_of(theirs)] == ["no-fit"]
+    assert [e.reporting_controller for e in env.events_of(ours)] == ["pyscheduler"]
+
+
+@pytest.mark.parametrize("count", [pytest.param(5, id="5-pods"), pytest.param(30, id="30-pods")])
+async def test_node_pod_capacity_respected(count: int) -> None:
+    """allocatable pods=3 per node: exactly 3 per node bind, the rest report Too many pods."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").capacity(pods="3").obj())
+    env.cluster.apply_node(make_node("n2").capacity(pods="3").obj())
+    objs = [env.pod(make_pod(f"p{i:02d}")) for i in range(count)]
+    await env.settle()
+    placed = [env.node_of(o) for o in objs]
+    bound = min(count, 6)
+    assert sum(1 for n in placed if n) == bound
+    assert placed.count("n1") <= 3 and placed.count("n2") <= 3
+    for o, n in zip(objs, placed, strict=True):
+        if n is None:
+            assert env.cluster.conditions[_uid(o)].message == "0/2 nodes are available: 2 Too many pods."

@@ -1,0 +1,89 @@
+"""`pyscheduler` command line: configuration and input errors exit 2 naming the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scheduler.cli import EXIT_USAGE, main
+
+EXAMPLE = str(Path(__file__).resolve().parent.parent / "examples" / "vanished-node.yaml")
+HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "fragments"),
+    [
+        pytest.param(HEAD + "bogusField: 1\n", ['unknown field "bogusField"'], id="unknown-top-level-field"),
+        pytest.param(
+            HEAD + "profiles:\n- schedulerName: x\n  bogus: true\n",
+            ["profiles[0]", 'unknown field "bogus"'],
+            id="unknown-profile-field",
+        ),
+        pytest.param(
+            HEAD + "profiles:\n- plugins:\n    score:\n      enabled: [{name: Nope}]\n",
+            ["profiles[0].plugins.score.enabled[0].name", '"Nope"'],
+            id="unknown-plugin",
+        ),
+        pytest.param(HEAD + "percentageOfNodesToScore: 101\n", ["percentageOfNodesToScore"], id="percentage-range"),
+        pytest.param("apiVersion: v1\nkind: KubeSchedulerConfiguration\n", ["apiVersion"], id="wrong-api-version"),
+    ],
+)
+def test_bad_config_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, fragments: list[str]
+) -> None:
+    """A bad --config exits 2 with the field named on stderr and nothing on stdout."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(body, encoding="utf-8")
+    code = main(["simulate", EXAMPLE, "--config", str(cfg)])
+    captured = capsys.readouterr()
+    assert code == EXIT_USAGE == 2
+    assert captured.out == ""
+    assert captured.err.startswith("error: ")
+    for fragment in fragments:
+        assert fragment in captured.err
+
+
+def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A --config that does not exist exits 2 naming the path."""
+    missing = tmp_path / "nope.yaml"
+    code = main(["simulate", EXAMPLE, "--config", str(missing)])
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (2, "")
+    assert str(missing) in captured.err
+
+
+def test_missing_cluster_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cluster file that does not exist exits 2 naming the path."""
+    missing = tmp_path / "cluster.yaml"
+    code = main(["simulate", str(missing)])
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (2, "")
+    assert str(missing) in captured.err
+
+
+def test_valid_config_is_used(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A valid --config renaming the profile: pods naming pyscheduler are no longer ours (nothing to report)."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(HEAD + "profiles:\n- schedulerName: other\n", encoding="utf-8")
+    code = main(["simulate", EXAMPLE, "--config", str(cfg)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "0/0 pods scheduled" in out
+
+
+def test_explain_unknown_pod_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """--explain of a pod not in the dump exits 2 naming it."""
+    code = main(["simulate", EXAMPLE, "--explain", "nowhere/ghost"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "nowhere/ghost" in captured.err
+
+
+def test_usage_error_without_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    """No subcommand is an argparse usage error (exit 2)."""
+    with pytest.raises(SystemExit) as exc:
+        main([])
+    assert exc.value.code == 2
+    assert "usage:" in capsys.readouterr().err
