@@ -291,9 +291,15 @@ class Scheduler:
 
     # ------------------------------------------------------------------ scheduling cycle
 
-    def schedule_one(self, qpi: QueuedPodInfo) -> Coroutine[Any, Any, None] | None:
-        """Run one scheduling cycle; return the binding cycle to run concurrently, if any."""
+    def schedule_one(self, qpi: QueuedPodInfo, cycle: int | None = None) -> Coroutine[Any, Any, None] | None:
+        """Run one scheduling cycle; return the binding cycle to run concurrently, if any.
+
+        `cycle` is the queue's scheduling cycle read right after this pod was popped: a move request after
+        it sends the pod to backoff instead of the unschedulable pool when it fails.
+        """
         pod = qpi.pod
+        if cycle is None:
+            cycle = self.queue.scheduling_cycle
         self.attempts += 1
         current = self._pending.get(pod.uid)
         fwk = self.profiles.get(pod.scheduler_name)
@@ -306,20 +312,20 @@ class Scheduler:
             self.cache.update_snapshot(self.snapshot)
             result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot)
         except NoNodesAvailableError as exc:
-            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(exc),)), None, start)
+            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(exc),)), None, start, cycle)
             return None
         except FitError as fit:
             if fwk.has_post_filter_plugins():
                 _, pf_status = fwk.run_post_filter(state, pod, fit.diagnosis.node_to_status)
                 fit.diagnosis.post_filter_msg = pf_status.message()
-            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE, (str(fit),)), fit.diagnosis, start)
+            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE, (str(fit),)), fit.diagnosis, start, cycle)
             return None
         except SchedulingError as exc:
-            self._failure(fwk, qpi, exc.status, None, start)
+            self._failure(fwk, qpi, exc.status, None, start, cycle)
             return None
         except Exception as exc:  # a bug must cost one pod one attempt, not the loop
             log.exception("scheduling cycle failed", extra={"pod": pod.key})
-            self._failure(fwk, qpi, error_status(exc), None, start)
+            self._failure(fwk, qpi, error_status(exc), None, start, cycle)
             return None
         finally:
             self.observer.algorithm(self.clock() - start)
@@ -335,9 +341,9 @@ class Scheduler:
         if status is not None:
             fwk.run_unreserve(state, assumed, host)
             self.cache.forget_pod(pod.uid)
-            self._failure(fwk, qpi, *self._single_node_failure(status, host), start)
+            self._failure(fwk, qpi, *self._single_node_failure(status, host), start, cycle)
             return None
-        return self._binding_cycle(fwk, state, qpi, assumed, host, start)
+        return self._binding_cycle(fwk, state, qpi, assumed, host, start, cycle)
 
     @staticmethod
     def _single_node_failure(status: Status, host: str) -> tuple[Status, Diagnosis | None]:
@@ -349,7 +355,14 @@ class Scheduler:
         return Status(status.code, (str(FitError(1, diagnosis)),), status.plugin), diagnosis
 
     async def _binding_cycle(
-        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: PodInfo, host: str, start: float
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: PodInfo,
+        host: str,
+        start: float,
+        cycle: int,
     ) -> None:
         uid = assumed.uid
         status: Status | None
@@ -392,10 +405,16 @@ class Scheduler:
             self.queue.done(uid)
             return
         self._move(EVENT_ASSIGNED_POD_DELETE)
-        self._failure(fwk, qpi, status, diagnosis, start)
+        self._failure(fwk, qpi, status, diagnosis, start, cycle)
 
     def _failure(
-        self, fwk: Framework, qpi: QueuedPodInfo, status: Status, diagnosis: Diagnosis | None, start: float
+        self,
+        fwk: Framework,
+        qpi: QueuedPodInfo,
+        status: Status,
+        diagnosis: Diagnosis | None,
+        start: float,
+        cycle: int,
     ) -> None:
         """Requeue the pod, then report the failure the way kube-scheduler does (event + condition)."""
         rejected = status.is_rejected()
@@ -409,7 +428,7 @@ class Scheduler:
             self.queue.done(qpi.pod.uid)
             return
         qpi.pod = current
-        self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+        self.queue.add_unschedulable_if_not_present(qpi, cycle)
         self._notify()
         log.info(
             "unable to schedule pod",
@@ -437,9 +456,10 @@ class Scheduler:
         qpi = self.queue.pop()
         if qpi is None:
             return False
+        cycle = self.queue.scheduling_cycle
         await self._bind_slots.acquire()
         try:
-            coro = self.schedule_one(qpi)
+            coro = self.schedule_one(qpi, cycle)
         except Exception:  # schedule_one handles its own errors; this is the last line of defence
             log.exception("unexpected error in scheduling cycle", extra={"pod": qpi.pod.key})
             self.queue.done(qpi.pod.uid)

@@ -88,7 +88,7 @@ class ActionType(Flag):
 
 NODE = "Node"
 ASSIGNED_POD = "AssignedPod"
-UNSCHEDULED_POD = "UnschedulablePod"
+UNSCHEDULED_POD = "UnscheduledPod"
 WILDCARD = "*"
 
 

@@ -1,0 +1,196 @@
+"""Prometheus metrics with kube-scheduler's names, labels and buckets (pkg/scheduler/metrics/metrics.go).
+
+Counters and histograms are fed by the core through the Observer hooks. Gauges that describe state
+(pending pods per queue, unschedulable pods per plugin, cache size) are computed from the queue and cache at
+scrape time, so they can never drift from the truth the way incrementally maintained gauges have upstream.
+Metrics only pyscheduler has are prefixed `pyscheduler_`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from scheduler.framework.observer import CODE_NAMES, Observer
+from scheduler.framework.status import Code
+
+if TYPE_CHECKING:
+    from scheduler.core.scheduler import Scheduler
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """prometheus.ExponentialBuckets: count buckets, the first at start, each factor times the previous."""
+    return [start * factor**i for i in range(count)]
+
+
+class SchedulerMetrics(Observer):
+    """The Observer the cluster adapter installs: records into a Prometheus registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.schedule_attempts = Counter(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
+            "scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            registry=registry,
+        )
+        self.attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"],
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=registry,
+        )
+        self.algorithm_duration = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds",
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=registry,
+        )
+        self.sli_duration = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and "
+            "might involve multiple scheduling attempts.",
+            ["attempts"],
+            buckets=exponential_buckets(0.01, 2, 20),
+            registry=registry,
+        )
+        self.pod_attempts = Histogram(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            buckets=exponential_buckets(1, 2, 5),
+            registry=registry,
+        )
+        self.extension_point_duration = Histogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"],
+            buckets=exponential_buckets(0.0001, 2, 12),
+            registry=registry,
+        )
+        self.plugin_execution_duration = Histogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"],
+            buckets=exponential_buckets(0.00001, 1.5, 20),
+            registry=registry,
+        )
+        self.rest_requests = Counter(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=registry,
+        )
+        self.rest_duration = Histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            ["verb", "host"],
+            buckets=[0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0],
+            registry=registry,
+        )
+        self.drift = Counter(
+            "pyscheduler_cache_drift_repaired",
+            "Objects whose cached state differed from a fresh LIST and were repaired, by kind.",
+            ["kind"],
+            registry=registry,
+        )
+        self.bind_errors = Counter(
+            "pyscheduler_bind_errors", "Bindings that failed (the pod was forgotten and retried).", registry=registry
+        )
+        self.leader = Gauge("pyscheduler_leader", "1 while this replica holds the leader lease.", registry=registry)
+        self.build = Info("pyscheduler_build", "Build information.", registry=registry)
+        self.build.info({"version": "0.1.0"})
+
+    # ------------------------------------------------------------------ Observer
+
+    def extension_point(self, point: str, code: Code, profile: str, seconds: float) -> None:
+        self.extension_point_duration.labels(point, CODE_NAMES[code], profile).observe(seconds)
+
+    def plugin_execution(self, plugin: str, point: str, code: Code, seconds: float) -> None:
+        self.plugin_execution_duration.labels(plugin, point, CODE_NAMES[code]).observe(seconds)
+
+    def algorithm(self, seconds: float) -> None:
+        self.algorithm_duration.observe(seconds)
+
+    def attempt(self, result: str, profile: str, seconds: float) -> None:
+        self.schedule_attempts.labels(result, profile).inc()
+        self.attempt_duration.labels(result, profile).observe(seconds)
+
+    def pod_scheduled(self, attempts: int, sli_seconds: float | None) -> None:
+        self.pod_attempts.observe(attempts)
+        if sli_seconds is not None:
+            label = "15+" if attempts >= 15 else str(attempts)
+            self.sli_duration.labels(label).observe(sli_seconds)
+
+    def binding(self, seconds: float, ok: bool) -> None:
+        if not ok:
+            self.bind_errors.inc()
+
+    def cache_drift(self, kind: str, count: int) -> None:
+        self.drift.labels(kind).inc(count)
+
+    def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
+        """rest_client_requests_total and rest_client_request_duration_seconds for one API call."""
+        self.rest_requests.labels(code, method, host).inc()
+        self.rest_duration.labels(method, host).observe(seconds)
+
+
+class SchedulerStateCollector(Collector):
+    """Scrape-time gauges read from the live queue and cache."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._scheduler
+        pending = GaugeMetricFamily(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
+            "means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that "
+            "the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that "
+            "the scheduler never attempted to schedule because they are gated.",
+            labels=["queue"],
+        )
+        for queue in ("active", "backoff", "unschedulable", "gated"):
+            pending.add_metric([queue], s.queue.pending().get(queue, 0))
+        yield pending
+
+        unschedulable = GaugeMetricFamily(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for "
+            "all plugins that caused it to not schedule and so this metric have meaning only when broken down "
+            "by plugin.",
+            labels=["plugin", "profile"],
+        )
+        counts: dict[tuple[str, str], int] = {}
+        for qpi in s.queue.unschedulable_pods():
+            for plugin in qpi.rejectors():
+                key = (plugin, qpi.pod.scheduler_name)
+                counts[key] = counts.get(key, 0) + 1
+        for (plugin, profile), n in sorted(counts.items()):
+            unschedulable.add_metric([plugin, profile], n)
+        yield unschedulable
+
+        cache = GaugeMetricFamily(
+            "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            labels=["type"],
+        )
+        cache.add_metric(["nodes"], s.cache.node_count())
+        cache.add_metric(["pods"], s.cache.pod_count())
+        cache.add_metric(["assumed_pods"], s.cache.assumed_count())
+        yield cache
+
+        incoming = CounterMetricFamily(
+            "scheduler_queue_incoming_pods",
+            "Number of pods added to scheduling queues by event and queue type.",
+            labels=["queue", "event"],
+        )
+        for (queue, event), n in sorted(s.queue.incoming.items()):
+            incoming.add_metric([queue, event], n)
+        yield incoming
