@@ -16,12 +16,13 @@ from typing import Any
 import yaml
 
 from scheduler.adapters.memory import MemoryCluster
+from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.clock import FakeClock
 from scheduler.core.explain import Explanation, explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
-from scheduler.config.types import SchedulerConfiguration
-from scheduler.framework.types import ParseError, parse_node, parse_pod
+from scheduler.framework.types import ParseError, parse_node, parse_pod, tolerations_tolerate
+from scheduler.plugins.node_affinity import RequiredNodeAffinity
 
 JSON = dict[str, Any]
 SUPPORTED_KINDS = ("Node", "Pod", "DaemonSet")
@@ -164,6 +165,31 @@ def daemon_pod(ds: Mapping[str, Any], node_name: str) -> JSON:
     }
 
 
+def daemon_should_run(ds: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """The DaemonSet controller's NodeShouldRunDaemonPod: template nodeName, affinity/selector, taints.
+
+    Evaluated on the template (with the controller's default tolerations), not on the pinned pod.
+    """
+    template_spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+    record = parse_node(node)
+    wanted = template_spec.get("nodeName")
+    if wanted and wanted != record.name:
+        return False
+    probe = parse_pod(daemon_pod(ds, record.name))
+    unpinned = dict(template_spec)
+    probe_template = parse_pod({"metadata": {"name": "probe"}, "spec": unpinned})
+    probe.node_selector = probe_template.node_selector
+    probe.affinity = probe_template.affinity
+    matched, _ = RequiredNodeAffinity.of(probe).match(record.labels, record.name)
+    if not matched:
+        return False
+    return all(
+        tolerations_tolerate(probe.tolerations, taint)
+        for taint in record.taints
+        if taint.effect in ("NoSchedule", "NoExecute")
+    )
+
+
 async def simulate_async(
     objects: Iterable[JSON], config: SchedulerConfiguration | None = None, seed: int | None = 0
 ) -> SimulationResult:
@@ -195,6 +221,8 @@ async def simulate_async(
         if kind == "Node":
             cluster.apply_node(obj)
             for ds in daemonsets:
+                if not daemon_should_run(ds, obj):
+                    continue
                 pod = daemon_pod(ds, obj["metadata"]["name"])
                 if MemoryCluster._uid(pod) not in cluster.pods:
                     track(pod)
@@ -204,7 +232,9 @@ async def simulate_async(
             cluster.apply_pod(obj)
         else:
             daemonsets.append(obj)
-            for node_name in list(cluster.nodes):
+            for node_name, node_obj in list(cluster.nodes.items()):
+                if not daemon_should_run(obj, node_obj):
+                    continue
                 pod = daemon_pod(obj, node_name)
                 track(pod)
                 cluster.apply_pod(pod)

@@ -207,10 +207,6 @@ def test_daemonset_pods_for_nodes_added_later() -> None:
     assert _placements(result) == {"ops/agent-n1": "n1", "ops/agent-n2": "n2", "ops/agent-n3": "n3"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: simulate creates daemon pods on nodes the DaemonSet controller skips (nodeShouldRunDaemonPod)",
-)
 @pytest.mark.parametrize(
     ("template", "nodes"),
     [

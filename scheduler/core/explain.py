@@ -134,7 +134,8 @@ def explain_pod(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation
             for plugin, st in verdict.filters:
                 if plugin == node_ports.NAME and st is not None and st.code != Code.SKIP:
                     verdict.port_holders = [
-                        (holder.key, f"{hp[1]} {hp[0]}:{hp[2]}") for holder, hp in node_ports.conflicting_pods(pod, info)
+                        (holder.key, f"{hp[1]} {hp[0]}:{hp[2]}")
+                        for holder, hp in node_ports.conflicting_pods(pod, info)
                     ]
         expl.nodes.append(verdict)
     if not feasible:
@@ -145,7 +146,8 @@ def explain_pod(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation
                 diagnosis.node_to_status[v.node] = failure
         if allowed is not None:
             diagnosis.absent_nodes_status = Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",)
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",),
             )
         expl.message = str(FitError(len(nodes), diagnosis))
         return expl

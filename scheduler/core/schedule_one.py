@@ -105,9 +105,13 @@ class SchedulingAlgorithm:
             diagnosis.absent_nodes_status = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{names}]",)
             )
-        feasible = self.find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes)
-        processed = len(feasible) + len(diagnosis.node_to_status)
-        self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
+        feasible: list[NodeInfo] = []
+        try:
+            feasible = self.find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes)
+        finally:
+            # Always advance, even on error, so every node gets its turn to be searched first.
+            processed = len(feasible) + len(diagnosis.node_to_status)
+            self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
         return feasible, diagnosis
 
     def evaluate_nominated_node(
@@ -155,6 +159,9 @@ class SchedulingAlgorithm:
                 results, err = fwk.run_filters(state, pod, chunk)
                 if err is not None:
                     code = Code.ERROR
+                    for node, st in zip(chunk, results, strict=True):
+                        if st is not None:  # rejected by a plugin before the one that failed
+                            statuses[node.name] = st
                     raise SchedulingError(err)
                 for node, st in zip(chunk, results, strict=True):
                     pos += 1

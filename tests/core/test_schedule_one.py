@@ -439,10 +439,6 @@ def test_plugin_error_is_scheduling_error(kind: str, want: str) -> None:
     assert str(exc.value) == want
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: upstream updates nextStartNodeIndex even when a Filter returns Error; ours raises before updating",
-)
 def test_rotation_advances_on_filter_error() -> None:
     """Upstream "always try to update the sched.nextStartNodeIndex regardless of whether an error has occurred"."""
     snap = _snapshot(_names(3))

@@ -1,0 +1,172 @@
+"""Message parity: pyscheduler's FailedScheduling text equals upstream kube-scheduler's, byte for byte.
+
+The upstream kube-scheduler binary built from the same release runs next to pyscheduler on the same API
+server. Every shape below is created twice on the same nodes, once for each scheduler; the PodScheduled
+condition message (the full message) and the FailedScheduling event note must be equal, up to upstream's
+` preemption: ...` suffix (pyscheduler has no PostFilter plugin yet, so it adds none).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+
+from tests.cluster.harness import ManagedProcess
+from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.kube import JSON, get_pod, request_json, status_condition, wait_for
+from tests.e2e.test_scheduling import PySchedulerProcess, pyscheduler  # noqa: F401 (fixture)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+PREEMPTION_SUFFIX = " preemption:"
+
+
+def _expr(key: str, op: str, values: list[str] | None = None) -> JSON:
+    out: JSON = {"key": key, "operator": op}
+    if values is not None:
+        out["values"] = values
+    return out
+
+
+def _required(*terms: list[JSON], fields: list[JSON] | None = None) -> JSON:
+    node_terms: list[JSON] = [{"matchExpressions": t} for t in terms]
+    if fields is not None:
+        node_terms.append({"matchFields": fields})
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": node_terms}}}
+
+
+GPU_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+
+# name -> keyword arguments of the pod factory. Every shape is unschedulable on the nodes of the test.
+SHAPES: dict[str, dict[str, Any]] = {
+    "cpu": {"requests": {"cpu": "3"}},
+    "memory": {"requests": {"memory": "10Gi"}, "tolerations": [GPU_TOLERATION]},
+    "ephemeral-storage": {"requests": {"ephemeral-storage": "200Gi"}},
+    "cpu-and-memory": {"requests": {"cpu": "1500m", "memory": "3Gi"}, "tolerations": [GPU_TOLERATION]},
+    "extended-resource": {
+        "requests": {"example.com/gpu": "3"},
+        "limits": {"example.com/gpu": "3"},
+        "tolerations": [GPU_TOLERATION],
+    },
+    "host-port": {"ports": [{"containerPort": 8080, "hostPort": 8080}], "node_selector": {"disk": "ssd"}},
+    "host-network-coredns": {
+        "host_network": True,
+        "ports": [
+            {"containerPort": 53, "protocol": "UDP", "name": "dns"},
+            {"containerPort": 53, "protocol": "TCP", "name": "dns-tcp"},
+            {"containerPort": 9153, "protocol": "TCP", "name": "metrics"},
+            {"containerPort": 8080, "protocol": "TCP", "name": "health"},
+        ],
+        "affinity": _required(fields=[_expr("metadata.name", "In", ["parity-n1"])]),
+    },
+    "node-selector": {"node_selector": {"disk": "nvme"}},
+    "affinity-in-not-in": {"affinity": _required([_expr("disk", "NotIn", ["ssd", "hdd"])])},
+    "affinity-gt": {"affinity": _required([_expr("gen", "Gt", ["9"])])},
+    "affinity-lt-or-does-not-exist": {
+        "affinity": _required([_expr("gen", "Lt", ["1"])], [_expr("disk", "DoesNotExist")])
+    },
+    "affinity-exists": {"affinity": _required([_expr("accelerator", "Exists")])},
+    "taint": {"node_selector": {"disk": "hdd"}},
+    "toleration-wrong-value": {
+        "node_selector": {"disk": "hdd"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "cpu", "effect": "NoSchedule"}],
+    },
+    "cordoned": {"node_selector": {"gen": "4"}},
+    "too-many-pods": {"affinity": _required(fields=[_expr("metadata.name", "In", ["parity-n4"])])},
+    "pinned-to-missing-node": {"affinity": _required(fields=[_expr("metadata.name", "In", ["no-such-node"])])},
+    "mixed-everything": {"requests": {"cpu": "2", "memory": "1Gi"}, "tolerations": [GPU_TOLERATION]},
+}
+
+
+async def _cluster(create_node: NodeFactory, create_pod: PodFactory) -> None:
+    """Four nodes, each out for a different reason, and bound pods that occupy them."""
+    await create_node("parity-n1", zone="z1", region="r", cpu="2", memory="4Gi", labels={"disk": "ssd", "gen": "3"})
+    await create_node(
+        "parity-n2",
+        zone="z2",
+        region="r",
+        cpu="2",
+        memory="4Gi",
+        labels={"disk": "hdd", "gen": "5"},
+        taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
+        extended={"example.com/gpu": "2"},
+    )
+    await create_node(
+        "parity-n3",
+        zone="z2",
+        region="r",
+        cpu="2",
+        memory="4Gi",
+        labels={"disk": "ssd", "gen": "4"},
+        unschedulable=True,
+    )
+    await create_node("parity-n4", zone="z3", region="r", cpu="2", memory="4Gi", pods=1, labels={"gen": "2"})
+    # Bound by nobody's scheduler: they occupy nodes for both schedulers alike.
+    await create_pod(
+        "holder-n1",
+        scheduler_name="nobody",
+        node_name="parity-n1",
+        requests={"cpu": "1", "memory": "512Mi"},
+        ports=[
+            {"containerPort": 8080, "hostPort": 8080},
+            {"containerPort": 53, "hostPort": 53, "hostIP": "10.0.0.10", "protocol": "UDP"},
+        ],
+    )
+    await create_pod("holder-n4", scheduler_name="nobody", node_name="parity-n4", requests={"cpu": "100m"})
+
+
+async def _message(api_client: ApiClient, namespace: str, name: str) -> str:
+    async def probe() -> str | None:
+        pod = await get_pod(api_client, namespace, name)
+        cond = status_condition(pod, "PodScheduled")
+        if cond and cond.get("status") == "False" and cond.get("message"):
+            assert cond.get("reason") == "Unschedulable", cond
+            return str(cond["message"])
+        return None
+
+    return await wait_for(probe, what=f"PodScheduled=False on {namespace}/{name}", within=60)
+
+
+async def _event_note(api_client: ApiClient, namespace: str, name: str) -> str:
+    async def probe() -> str | None:
+        answer = await request_json(api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+        for event in answer["items"]:
+            if event.get("reason") == "FailedScheduling" and event["regarding"].get("name") == name:
+                return str(event.get("note", ""))
+        return None
+
+    return await wait_for(probe, what=f"a FailedScheduling event for {namespace}/{name}", within=60)
+
+
+def _without_preemption(message: str) -> str:
+    return message.split(PREEMPTION_SUFFIX, 1)[0]
+
+
+async def test_failure_messages_equal_upstream_kube_scheduler(
+    kube_scheduler: ManagedProcess,
+    pyscheduler: PySchedulerProcess,  # noqa: F811
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+) -> None:
+    """For every unschedulable shape, condition message and event note equal upstream's (minus preemption)."""
+    await _cluster(create_node, create_pod)
+    for shape, kwargs in SHAPES.items():
+        await create_pod(f"{shape}-up", scheduler_name="default-scheduler", **kwargs)
+        await create_pod(f"{shape}-py", scheduler_name="pyscheduler", **kwargs)
+    mismatches = []
+    for shape in SHAPES:
+        upstream = await _message(api_client, namespace, f"{shape}-up")
+        ours = await _message(api_client, namespace, f"{shape}-py")
+        assert upstream.startswith("0/4 nodes are available: "), upstream
+        if _without_preemption(upstream) != ours:
+            mismatches.append(f"{shape}:\n  upstream:    {upstream}\n  pyscheduler: {ours}")
+        up_note = await _event_note(api_client, namespace, f"{shape}-up")
+        our_note = await _event_note(api_client, namespace, f"{shape}-py")
+        if _without_preemption(up_note) != our_note:
+            mismatches.append(f"{shape} (event note):\n  upstream:    {up_note}\n  pyscheduler: {our_note}")
+    assert not mismatches, "\n".join(mismatches)
+    assert len(SHAPES) >= 12
