@@ -64,17 +64,26 @@ d = json.load(sys.stdin)
 print(next((r["Version"] for r in d.get("Require") or [] if r["Path"] == sys.argv[1]), ""))' "$2"
 }
 
+# downloaded_gomod MODULE@VERSION: downloads the module and prints the path of its go.mod.
+downloaded_gomod() {
+    go mod download -json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["GoMod"])'
+}
+
+# go_directive GOMOD: the go version that go.mod file declares.
+go_directive() {
+    go mod edit -json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Go"])'
+}
+
 generate_k8s_module() {
     local dir=$here/k8s gomod
     log "generating $dir/go.mod for k8s.io/kubernetes $RELEASE (staging modules at $staging_version)"
-    gomod=$(go mod download -json "k8s.io/kubernetes@$RELEASE" |
-        python3 -c 'import json, sys; print(json.load(sys.stdin)["GoMod"])')
+    gomod=$(downloaded_gomod "k8s.io/kubernetes@$RELEASE")
     (
         cd "$dir"
         rm -f go.mod go.sum
         go mod init pyscheduler.local/tests/cluster/k8s
         # The same go directive as k8s.io/kubernetes, so the same language version and GODEBUG defaults apply.
-        go mod edit -go="$(go mod edit -json "$gomod" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Go"])')"
+        go mod edit -go="$(go_directive "$gomod")"
         go mod edit -require="k8s.io/kubernetes@$RELEASE"
         # Every module that k8s.io/kubernetes maps into ./staging is replaced by its published release.
         go mod edit -json "$gomod" | python3 -c 'import json, sys
@@ -88,12 +97,14 @@ for r in json.load(sys.stdin).get("Replace") or []:
 }
 
 generate_helm_module() {
-    local dir=$here/helm
+    local dir=$here/helm gomod
     log "generating $dir/go.mod for helm.sh/helm/v3 $HELM_VERSION"
+    gomod=$(downloaded_gomod "helm.sh/helm/v3@$HELM_VERSION")
     (
         cd "$dir"
         rm -f go.mod go.sum
         go mod init pyscheduler.local/tests/cluster/helm
+        go mod edit -go="$(go_directive "$gomod")"
         go mod edit -require="helm.sh/helm/v3@$HELM_VERSION"
         go mod tidy
     )
@@ -144,6 +155,13 @@ build_helm() {
     fi
     ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
     ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+    # As helm's Makefile does: the default Kubernetes version of `helm template`/lint follows client-go's.
+    local client_go helm_k8s_minor
+    client_go=$(cd "$here/helm" && go list -m -f '{{.Version}}' k8s.io/client-go)
+    helm_k8s_minor=$(echo "$client_go" | cut -d. -f2)
+    for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+        ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$helm_k8s_minor"
+    done
     tmp=$(mktemp -d "$out.tmp.XXXXXX")
     tmp_dirs+=("$tmp")
     log "building helm $HELM_VERSION into $out"
