@@ -481,9 +481,12 @@ class ControlPlane:
         tokens.chmod(0o600)
         self._apiserver_port = free_port()
         self._write_kubeconfig()
-        # ServiceAccount admission needs each namespace's "default" ServiceAccount, which only the
-        # controller-manager creates.
-        admission = [] if self.config.controller_manager else ["--disable-admission-plugins=ServiceAccount"]
+        # TaintNodesByCondition taints every new node node.kubernetes.io/not-ready:NoSchedule, and only the
+        # node-lifecycle controller (not run: no kubelets) would lift it once the node reports Ready.
+        disabled = ["TaintNodesByCondition"]
+        if not self.config.controller_manager:
+            # It needs each namespace's "default" ServiceAccount, which only the controller-manager creates.
+            disabled.append("ServiceAccount")
         argv = [
             str(self.binary("kube-apiserver")),
             f"--etcd-servers={self.etcd_endpoint}",
@@ -497,7 +500,7 @@ class ControlPlane:
             "--service-cluster-ip-range=10.0.0.0/24",
             f"--token-auth-file={tokens}",
             "--authorization-mode=RBAC",
-            *admission,
+            f"--disable-admission-plugins={','.join(disabled)}",
             "--allow-privileged=true",
             # Without it the apiserver keeps trying to publish 127.0.0.1 as the kubernetes Service's endpoint.
             "--endpoint-reconciler-type=none",

@@ -1,0 +1,291 @@
+"""Fixtures for e2e tests against a real control plane (etcd + kube-apiserver + kube-controller-manager).
+
+One control plane per test session (started on first use, stopped at the end of the session or on
+SIGTERM/exit), a fresh namespace per test, and factories that create Ready nodes and pods and remove them
+after the test. The binaries come from ``bash tests/cluster/build.sh``; without them every e2e test fails
+(not skips) with that hint.
+
+Nodes are cluster-scoped: tests run one after another, and each test's nodes are deleted after it, so a test
+sees only its own nodes. Pods default to ``schedulerName: pyscheduler``, so an upstream kube-scheduler
+running at the same time leaves them alone.
+
+Set PYSCHEDULER_E2E_KEEP=1 to keep the control plane's work directory (logs, etcd data) after the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+from kubernetes_asyncio.client import ApiClient, AppsV1Api, CoreV1Api
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import new_client_from_config
+
+from tests.cluster.harness import (
+    BinariesMissingError,
+    ControlPlane,
+    ControlPlaneConfig,
+    ManagedProcess,
+)
+from tests.e2e.kube import (
+    JSON,
+    OWNER_LABEL,
+    REQUEST_TIMEOUT,
+    list_pods,
+    node_manifest,
+    node_status,
+    pod_manifest,
+    request_json,
+    wait_for,
+)
+
+
+class NodeFactory(Protocol):
+    """Creates a Ready (by default) node with the given capacity; it is deleted after the test."""
+
+    async def __call__(
+        self,
+        name: str,
+        *,
+        zone: str | None = None,
+        region: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        taints: Sequence[Mapping[str, str]] = (),
+        cpu: str = "4",
+        memory: str = "32Gi",
+        pods: int | str = 110,
+        ephemeral_storage: str = "100Gi",
+        extended: Mapping[str, str | int] | None = None,
+        unschedulable: bool = False,
+        ready: bool = True,
+    ) -> JSON: ...
+
+
+class PodFactory(Protocol):
+    """Creates a pod (in the test's namespace unless ``namespace`` is given) and returns it as the API did."""
+
+    async def __call__(
+        self,
+        name: str,
+        *,
+        namespace: str | None = None,
+        scheduler_name: str = "pyscheduler",
+        node_name: str | None = None,
+        requests: Mapping[str, str] | None = None,
+        limits: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        affinity: Mapping[str, Any] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] = (),
+        ports: Sequence[Mapping[str, Any]] = (),
+        host_network: bool = False,
+        spec: Mapping[str, Any] | None = None,
+    ) -> JSON: ...
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver + kube-controller-manager for the whole session."""
+    plane = ControlPlane(
+        ControlPlaneConfig(
+            controller_manager=True, keep_work_dir=os.environ.get("PYSCHEDULER_E2E_KEEP") == "1"
+        )
+    )
+    try:
+        plane.start()
+    except BinariesMissingError as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(control_plane: ControlPlane) -> Path:
+    """The admin kubeconfig (token, insecure-skip-tls-verify) of the session's control plane."""
+    return control_plane.kubeconfig
+
+
+@pytest.fixture
+def kube_scheduler(control_plane: ControlPlane) -> Iterator[ManagedProcess]:
+    """The upstream kube-scheduler (default profile) running for this test only."""
+    process = control_plane.start_kube_scheduler()
+    try:
+        yield process
+    finally:
+        control_plane.stop_process("kube-scheduler")
+
+
+@pytest.fixture
+async def api_client(kubeconfig: Path) -> AsyncIterator[ApiClient]:
+    """A kubernetes_asyncio ApiClient loaded from the session's kubeconfig, closed after the test."""
+    client = await new_client_from_config(config_file=str(kubeconfig), persist_config=False)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+def core_v1(api_client: ApiClient) -> CoreV1Api:
+    return CoreV1Api(api_client)
+
+
+@pytest.fixture
+def apps_v1(api_client: ApiClient) -> AppsV1Api:
+    return AppsV1Api(api_client)
+
+
+def _namespace_name(test_name: str) -> str:
+    slug = re.sub(r"[^a-z0-9-]+", "-", test_name.lower()).strip("-")[:40].rstrip("-")
+    return f"e2e-{slug}-{secrets.token_hex(3)}"
+
+
+@pytest.fixture
+async def namespace(
+    request: pytest.FixtureRequest, control_plane: ControlPlane, api_client: ApiClient
+) -> AsyncIterator[str]:
+    """A fresh namespace, ready for pods; afterwards it is deleted and its pods are force-deleted."""
+    name = _namespace_name(request.node.name)
+    await request_json(
+        api_client,
+        "POST",
+        "/api/v1/namespaces",
+        body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+    )
+    if "kube-controller-manager" in control_plane.processes:
+        # The ServiceAccount admission plugin refuses pods until the controller created "default".
+        async def default_service_account() -> bool:
+            try:
+                await request_json(api_client, "GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
+            except ApiException as e:
+                if e.status == 404:
+                    return False
+                raise
+            return True
+
+        await wait_for(default_service_account, what=f"ServiceAccount {name}/default")
+    try:
+        yield name
+    finally:
+        await _delete_namespace(api_client, name)
+
+
+async def _delete_namespace(api_client: ApiClient, name: str) -> None:
+    """Deletes the namespace and force-deletes its pods (no kubelet will ever confirm a graceful delete).
+
+    Once the namespace is terminating no new object can be created in it, so when its pods are gone they
+    stay gone, whatever the controllers still do; the namespace itself disappears later.
+    """
+    with contextlib.suppress(ApiException):
+        await request_json(api_client, "DELETE", f"/api/v1/namespaces/{name}")
+
+    async def no_pods_left() -> bool:
+        if not await list_pods(api_client, name):
+            return True
+        await request_json(
+            api_client, "DELETE", f"/api/v1/namespaces/{name}/pods", query={"gracePeriodSeconds": 0}
+        )
+        return False
+
+    await wait_for(no_pods_left, what=f"the pods of namespace {name} to be deleted", within=60)
+
+
+@pytest.fixture
+async def create_node(api_client: ApiClient, namespace: str) -> AsyncIterator[NodeFactory]:
+    """Factory for nodes; every node it created is deleted after the test."""
+    created: list[str] = []
+
+    async def create(
+        name: str,
+        *,
+        zone: str | None = None,
+        region: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        taints: Sequence[Mapping[str, str]] = (),
+        cpu: str = "4",
+        memory: str = "32Gi",
+        pods: int | str = 110,
+        ephemeral_storage: str = "100Gi",
+        extended: Mapping[str, str | int] | None = None,
+        unschedulable: bool = False,
+        ready: bool = True,
+    ) -> JSON:
+        manifest = node_manifest(
+            name,
+            zone=zone,
+            region=region,
+            labels={OWNER_LABEL: namespace, **(labels or {})},
+            taints=taints,
+            unschedulable=unschedulable,
+            ready=ready,
+        )
+        node = await request_json(api_client, "POST", "/api/v1/nodes", body=manifest)
+        created.append(name)
+        # Status is only writable through the status subresource.
+        node["status"] = node_status(
+            cpu=cpu,
+            memory=memory,
+            pods=pods,
+            ephemeral_storage=ephemeral_storage,
+            extended=extended,
+            ready=ready,
+        )
+        return await request_json(api_client, "PUT", f"/api/v1/nodes/{name}/status", body=node)
+
+    try:
+        yield create
+    finally:
+        for name in created:
+            with contextlib.suppress(ApiException):
+                await request_json(
+                    api_client, "DELETE", f"/api/v1/nodes/{name}", request_timeout=REQUEST_TIMEOUT
+                )
+
+
+@pytest.fixture
+def create_pod(api_client: ApiClient, namespace: str) -> PodFactory:
+    """Factory for pods; they go with the test's namespace (pods put elsewhere are the caller's to delete)."""
+    test_namespace = namespace
+
+    async def create(
+        name: str,
+        *,
+        namespace: str | None = None,
+        scheduler_name: str = "pyscheduler",
+        node_name: str | None = None,
+        requests: Mapping[str, str] | None = None,
+        limits: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        affinity: Mapping[str, Any] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] = (),
+        ports: Sequence[Mapping[str, Any]] = (),
+        host_network: bool = False,
+        spec: Mapping[str, Any] | None = None,
+    ) -> JSON:
+        manifest = pod_manifest(
+            name,
+            scheduler_name=scheduler_name,
+            node_name=node_name,
+            requests=requests,
+            limits=limits,
+            labels=labels,
+            node_selector=node_selector,
+            affinity=affinity,
+            tolerations=tolerations,
+            ports=ports,
+            host_network=host_network,
+            spec=spec,
+        )
+        target = namespace or test_namespace
+        return await request_json(api_client, "POST", f"/api/v1/namespaces/{target}/pods", body=manifest)
+
+    return create
