@@ -44,7 +44,7 @@ SHAPES: dict[str, dict[str, Any]] = {
     "cpu": {"requests": {"cpu": "3"}},
     "memory": {"requests": {"memory": "10Gi"}, "tolerations": [GPU_TOLERATION]},
     "ephemeral-storage": {"requests": {"ephemeral-storage": "200Gi"}},
-    "cpu-and-memory": {"requests": {"cpu": "1500m", "memory": "3Gi"}, "tolerations": [GPU_TOLERATION]},
+    "cpu-and-memory": {"requests": {"cpu": "1500m", "memory": "5Gi"}, "tolerations": [GPU_TOLERATION]},
     "extended-resource": {
         "requests": {"example.com/gpu": "3"},
         "limits": {"example.com/gpu": "3"},
@@ -76,7 +76,11 @@ SHAPES: dict[str, dict[str, Any]] = {
     "cordoned": {"node_selector": {"gen": "4"}},
     "too-many-pods": {"affinity": _required(fields=[_expr("metadata.name", "In", ["parity-n4"])])},
     "pinned-to-missing-node": {"affinity": _required(fields=[_expr("metadata.name", "In", ["no-such-node"])])},
-    "mixed-everything": {"requests": {"cpu": "2", "memory": "1Gi"}, "tolerations": [GPU_TOLERATION]},
+    "mixed-everything": {
+        "requests": {"cpu": "2", "memory": "1Gi", "ephemeral-storage": "200Gi", "example.com/gpu": "3"},
+        "limits": {"example.com/gpu": "3"},
+        "tolerations": [GPU_TOLERATION],
+    },
 }
 
 
@@ -120,6 +124,9 @@ async def _cluster(create_node: NodeFactory, create_pod: PodFactory) -> None:
 async def _message(api_client: ApiClient, namespace: str, name: str) -> str:
     async def probe() -> str | None:
         pod = await get_pod(api_client, namespace, name)
+        assert not pod["spec"].get("nodeName"), (
+            f"{name} was bound to {pod['spec']['nodeName']}: the shape must fit nowhere"
+        )
         cond = status_condition(pod, "PodScheduled")
         if cond and cond.get("status") == "False" and cond.get("message"):
             assert cond.get("reason") == "Unschedulable", cond
@@ -168,5 +175,7 @@ async def test_failure_messages_equal_upstream_kube_scheduler(
         our_note = await _event_note(api_client, namespace, f"{shape}-py")
         if _without_preemption(up_note) != our_note:
             mismatches.append(f"{shape} (event note):\n  upstream:    {up_note}\n  pyscheduler: {our_note}")
+    for shape in SHAPES:
+        print(f"{shape}: {await _message(api_client, namespace, f'{shape}-py')}")
     assert not mismatches, "\n".join(mismatches)
     assert len(SHAPES) >= 12
