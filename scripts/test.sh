@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Every check CI runs, in one command: ruff, mypy, import-linter, then pytest (unit and e2e tests; the e2e
+# tests run a real etcd + kube-apiserver + kube-controller-manager built from Go modules).
+# Idempotent: creates the venv / reinstalls the project only when pyproject.toml changed, and builds the
+# control-plane binaries only when they are missing (tests/cluster/build.sh). Exits non-zero if any check
+# fails, or if pytest ran no test at all (its exit code 5).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# The Go toolchain: /usr/local/go on these machines. The pinned modules need Go 1.26 (go1.26.8 is
+# installed), so GOTOOLCHAIN stays as it is; a module needing 1.27 would require GOTOOLCHAIN=go1.27.3 here.
+export PATH=$PATH:/usr/local/go/bin
+
+python=${PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+    echo "test.sh: creating .venv with $($python --version)"
+    "$python" -m venv .venv
+fi
+stamp=.venv/.pyscheduler-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+    echo "test.sh: installing the project and its test dependencies into .venv"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+    echo "$want" >"$stamp"
+fi
+
+bash tests/cluster/build.sh
+
+failed=()
+run() {
+    echo "==> $*"
+    if ! "$@"; then failed+=("$1"); fi
+}
+
+run .venv/bin/ruff check .
+# mypy gets the configured directories that exist (a missing one is an error for mypy).
+mypy_paths=()
+for dir in scheduler tests bench; do [[ -d $dir ]] && mypy_paths+=("$dir"); done
+run .venv/bin/mypy "${mypy_paths[@]}"
+run .venv/bin/lint-imports
+
+echo "==> pytest"
+# Every process pytest starts inherits this marker, so leftovers can be told from processes of others
+# (e.g. a `python -m tests.cluster up` in another terminal).
+run_marker=PYSCHEDULER_TEST_RUN=$$-$RANDOM$RANDOM
+set +e
+env "$run_marker" .venv/bin/python -m pytest "$@"
+status=$?
+set -e
+if ((status == 5)); then
+    echo "test.sh: pytest collected no tests" >&2
+    failed+=(pytest)
+elif ((status != 0)); then
+    failed+=(pytest)
+fi
+
+# No process started by the tests may outlive them.
+leftovers=()
+for environ in /proc/[0-9]*/environ; do
+    if grep -qaxz -- "$run_marker" "$environ" 2>/dev/null; then
+        pid=${environ#/proc/}
+        leftovers+=("${pid%/environ}")
+    fi
+done
+if ((${#leftovers[@]})); then
+    echo "test.sh: processes left behind by the tests:" >&2
+    ps -o pid,args -p "$(IFS=,; echo "${leftovers[*]}")" >&2 || true
+    failed+=(leftover-processes)
+fi
+
+if ((${#failed[@]})); then
+    echo "test.sh: FAILED: ${failed[*]}" >&2
+    exit 1
+fi
+echo "test.sh: all checks passed"
