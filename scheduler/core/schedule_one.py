@@ -163,6 +163,11 @@ class SchedulingAlgorithm:
                         if st is not None:  # rejected by a plugin before the one that failed
                             statuses[node.name] = st
                     raise SchedulingError(err)
+                if not any(results):  # every node passed (the common case): take what is needed at once
+                    take = min(need, len(chunk))
+                    feasible.extend(chunk[:take])
+                    pos += take
+                    continue
                 for node, st in zip(chunk, results, strict=True):
                     pos += 1
                     if st is None:

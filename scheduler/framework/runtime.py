@@ -8,6 +8,7 @@ while Python pays one call per plugin instead of one per plugin and node.
 from __future__ import annotations
 
 import asyncio
+import operator
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -351,7 +352,9 @@ class Framework:
                 weight = self.score_weights[pl.name]
                 weighted = [v * weight for v in scores] if weight != 1 else list(scores)
                 result.per_plugin.append((pl.name, weighted))
-                totals = [t + v for t, v in zip(totals, weighted, strict=True)]
+                if len(weighted) != len(totals):
+                    raise ValueError(f"plugin {pl.name!r} returned {len(weighted)} scores for {len(totals)} nodes")
+                totals = list(map(operator.add, totals, weighted))
             result.totals = totals
             return result, None
         finally:

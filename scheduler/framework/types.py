@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from scheduler.framework.quantity import milli_value_of, value_of
 
@@ -534,11 +534,20 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
     )
 
 
+MEMO_LIMIT: Final = 64  # entries of NodeInfo.memo kept before it is emptied
+
+
+def memo_lookup(nodes: Iterable[NodeInfo], key: Any) -> list[Any]:
+    """Each node's memoized value for key (None where absent); a list comprehension is the fastest way."""
+    return [n.memo.get(key) for n in nodes]
+
+
 class NodeInfo:
     """A node and the pods the scheduler believes are on it, with their summed requests and ports."""
 
     __slots__ = (
         "generation",
+        "memo",
         "name",
         "node",
         "non_zero_cpu",
@@ -557,12 +566,24 @@ class NodeInfo:
         self.non_zero_memory = 0
         self.used_ports = HostPortInfo()
         self.generation = 0
+        # Per-node results of plugins keyed by (plugin, pod shape); valid while the pods stay the same.
+        # A clone starts empty and add_pod/remove_pod clear it, so a changed node is always recomputed.
+        self.memo: dict[Any, Any] = {}
 
     @property
     def allocatable(self) -> Resource:
         return self.node.allocatable if self.node is not None else Resource()
 
+    def remember(self, key: Any, value: Any) -> Any:
+        """Store a plugin result in `memo` (bounded: a node that never changes sees many pod shapes)."""
+        memo = self.memo
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        memo[key] = value
+        return value
+
     def add_pod(self, pod: PodInfo) -> None:
+        self.memo.clear()
         self.pods[pod.uid] = pod
         self.requested.add(pod.requests)
         self.non_zero_cpu += pod.non_zero_cpu
@@ -574,6 +595,7 @@ class NodeInfo:
         pod = self.pods.pop(uid, None)
         if pod is None:
             return None
+        self.memo.clear()
         self.requested.sub(pod.requests)
         self.non_zero_cpu -= pod.non_zero_cpu
         self.non_zero_memory -= pod.non_zero_memory

@@ -73,7 +73,9 @@ class ImageLocality(ScorePlugin):
 
     def score_batch(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
         """Spread factors depend only on the snapshot, so they are computed once for all nodes."""
-        spreads = self._spreads(pod)
+        # An image on no node has spread 0 and adds int(size * 0.0) == 0 everywhere: drop it. When no
+        # image is left (the common case) every node scores the floor without being looked at.
+        spreads = [(image, spread) for image, spread in self._spreads(pod) if spread > 0]
         count = pod.num_containers
         if not spreads:
             floor = calculate_priority(0, count)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Final
 
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreScorePlugin, ScorePlugin
 from scheduler.framework.status import SKIP, Status
-from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.types import NodeInfo, PodInfo, memo_lookup
 from scheduler.plugins.node_resources_fit import (
     ARGS_ENVELOPE_FIELDS,
     DEFAULT_RESOURCES,
@@ -158,17 +158,25 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             return [one(plan, n) for n in nodes]
         pc = plan[0].pod_request if plan[0] is not None else 0
         pm = plan[1].pod_request if plan[1] is not None else 0
-        out: list[int] = []
-        append = out.append
-        for n in nodes:
+        # A node's score depends only on its allocatable and requested amounts and on (pc, pm): memoized on
+        # the NodeInfo (cleared whenever its pods change; a changed node is a fresh clone in the snapshot).
+        key = (NAME, pc, pm)
+        out: list[int] = memo_lookup(nodes, key)
+        if None not in out:
+            return out
+        one = self._score_node
+        for i, v in enumerate(out):
+            if v is not None:
+                continue
+            n = nodes[i]
             node = n.node
             if node is None:
-                append(self._score_node(plan, n))
+                out[i] = one(plan, n)
                 continue
             a = node.allocatable
             cap_c, cap_m = a.milli_cpu, a.memory
             if not (cap_c and cap_m):
-                append(self._score_node(plan, n))
+                out[i] = one(plan, n)
                 continue
             r = n.requested
             used_c, used_m = r.milli_cpu, r.memory
@@ -179,7 +187,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             fc = used_c / cap_c
             fm = used_m / cap_m
             without_pod = int((1 - abs(((fc if fc < 1 else 1.0) - (fm if fm < 1 else 1.0)) / 2)) * 100)
-            append(50 + (50 + with_pod - without_pod) // 2)
+            out[i] = n.remember(key, 50 + (50 + with_pod - without_pod) // 2)
         return out
 
 

@@ -41,6 +41,7 @@ from scheduler.framework.types import (
     NodeInfo,
     PodInfo,
     is_scalar_resource_name,
+    memo_lookup,
 )
 
 NAME: Final = "NodeResourcesFit"
@@ -567,6 +568,7 @@ class _PodRequest:
 # Statuses are immutable in practice and shared across nodes: a full cluster fails thousands of nodes with
 # the same one or two reasons, and building a Status per node would dominate the Filter cost.
 _STATUS_CACHE: dict[tuple[bool, tuple[str, ...]], Status] = {}
+_FILTER_MEMO: Final = NAME + "/filter"
 
 
 def _status(reasons: tuple[str, ...], unresolvable: bool) -> Status:
@@ -678,7 +680,15 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     append(None)
             return out
         cpu, mem, eph, scalars = req.milli_cpu, req.memory, req.ephemeral_storage, req.scalars
-        for n in nodes:
+        # Passing nodes are memoized per NodeInfo (the verdict depends on its pods, amounts and this key).
+        key = (_FILTER_MEMO, cpu, mem, eph, scalars)
+        passed = memo_lookup(nodes, key)
+        if None not in passed:
+            return [None] * len(nodes)
+        for n, hit in zip(nodes, passed, strict=True):
+            if hit:
+                append(None)
+                continue
             node = n.node
             if node is None:
                 append(fits(req, n))
@@ -700,8 +710,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                         append(fits(req, n))
                         break
                 else:
+                    n.remember(key, True)
                     append(None)
                 continue
+            n.remember(key, True)
             append(None)
         return out
 
@@ -775,38 +787,47 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         weight_sum = wc + wm
         if weight_sum <= 0:  # only reachable with hand-built Args; parse_args enforces weights in (0, 100]
             return [general(plan, n) for n in nodes]
-        out: list[int] = []
-        append = out.append
+        # Memoized per NodeInfo like BalancedAllocation: inputs are the node's amounts and this key.
+        key = (NAME, self._strategy, pc, wc, pm, wm)
+        out: list[int] = memo_lookup(nodes, key)
+        if None not in out:
+            return out
         if self._strategy == LEAST_ALLOCATED:
-            for n in nodes:
+            for i, v in enumerate(out):
+                if v is not None:
+                    continue
+                n = nodes[i]
                 node = n.node
                 if (
                     node is None
                     or not (cc := node.allocatable.milli_cpu)
                     or not (cm := node.allocatable.memory)
                 ):
-                    append(general(plan, n))
+                    out[i] = general(plan, n)
                     continue
                 rc = n.non_zero_cpu + pc
                 rm = n.non_zero_memory + pm
                 sc = (cc - rc) * 100 // cc if rc <= cc else 0
                 sm = (cm - rm) * 100 // cm if rm <= cm else 0
-                append((sc * wc + sm * wm) // weight_sum)
+                out[i] = n.remember(key, (sc * wc + sm * wm) // weight_sum)
         else:
-            for n in nodes:
+            for i, v in enumerate(out):
+                if v is not None:
+                    continue
+                n = nodes[i]
                 node = n.node
                 if (
                     node is None
                     or not (cc := node.allocatable.milli_cpu)
                     or not (cm := node.allocatable.memory)
                 ):
-                    append(general(plan, n))
+                    out[i] = general(plan, n)
                     continue
                 rc = n.non_zero_cpu + pc
                 rm = n.non_zero_memory + pm
                 sc = (rc if rc < cc else cc) * 100 // cc
                 sm = (rm if rm < cm else cm) * 100 // cm
-                append((sc * wc + sm * wm) // weight_sum)
+                out[i] = n.remember(key, (sc * wc + sm * wm) // weight_sum)
         return out
 
 

@@ -375,6 +375,7 @@ def test_property_incremental_snapshot_equals_fresh_snapshot(ops: list[tuple[str
     assert names == [n.name for n in fresh.node_info_list]
     assert len(set(names)) == len(names) == cache.node_count()
     assert set(snap.node_info_map) == set(names)
+    assert all(snap.node_info_map[n.name] is n for n in snap.node_info_list)  # the list is never stale
     assert [_node_state(n) for n in snap.node_info_list] == [_node_state(n) for n in fresh.node_info_list]
     recount = Snapshot.from_node_infos(snap.node_info_list)
     assert snap.image_num_nodes == recount.image_num_nodes

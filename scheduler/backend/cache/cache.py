@@ -362,10 +362,12 @@ class Cache:
         since = snapshot.generation
         infos = snapshot.node_info_map
         nodes = self._nodes
+        changed: list[str] = []
         for name in reversed(self._recent):
             info = nodes[name]
             if info.generation <= since:
                 break
+            changed.append(name)
             if info.node is None:
                 infos.pop(name, None)
             else:
@@ -374,13 +376,32 @@ class Cache:
         if len(infos) != len(tree):
             for name in [n for n in infos if n not in tree]:
                 del infos[name]
-        names = tree.list()
+        names = tree.list()  # rebuilt from scratch every cycle (field story 1)
+        previous = snapshot._list_names
         try:
-            snapshot.node_info_list = list(map(infos.__getitem__, names))
+            if previous is not None and snapshot._list_of is snapshot.node_info_list and names == previous:
+                # Same order as last cycle (comparing the very same string objects is fast): patch the
+                # positions of the changed nodes into a copy instead of remapping every name.
+                out = list(snapshot.node_info_list)
+                if changed:
+                    index = snapshot._list_index
+                    if index is None:
+                        index = snapshot._list_index = {n: i for i, n in enumerate(names)}
+                    for name in changed:
+                        i = index.get(name)
+                        if i is not None:
+                            out[i] = infos[name]
+                snapshot.node_info_list = out
+            else:
+                snapshot.node_info_list = list(map(infos.__getitem__, names))
+                snapshot._list_index = None
         except KeyError:  # cannot happen unless the generation bookkeeping is broken: rebuild in full
             snapshot.node_info_map = infos = {n: nodes[n].clone() for n in names}
             snapshot.node_info_list = [infos[n] for n in names]
+            snapshot._list_index = None
             since = -1
+        snapshot._list_names = names
+        snapshot._list_of = snapshot.node_info_list
         if self._image_generation > since:
             snapshot.image_num_nodes = dict(self._image_counts)
         snapshot.generation = self._generation

@@ -10,7 +10,6 @@ call returns every node exactly once whatever order nodes and zones came and wen
 from __future__ import annotations
 
 import builtins
-from itertools import chain
 
 from scheduler.framework.types import NodeRecord, zone_key
 
@@ -66,10 +65,14 @@ class NodeTree:
 
         Zones A=[a1,a2,a3], B=[b1] give a1,b1,a2,a3. Computed from scratch on every call (no cursor kept).
         Fast path: index ranges [start, end) in which the set of non-exhausted zones is fixed are
-        interleaved with one C-level zip over slices, so the cost is one pass over the names whatever
-        the zone sizes (a plain zip_longest pads every exhausted zone with None on every round).
+        interleaved by one strided slice assignment per zone, so the cost is one C-level pass over the names
+        whatever the zone sizes (a plain zip_longest pads every exhausted zone with None on every round).
         """
         zones = builtins.list(self._zones.values())
+        if not zones:
+            return []
+        if len(zones) == 1:
+            return builtins.list(zones[0])
         out: builtins.list[str] = []
         start = 0
         for end in sorted({len(names) for names in zones}):
@@ -77,8 +80,13 @@ class NodeTree:
             if len(active) == 1:  # only the longest zone is left: the rest of it, in order
                 out.extend(active[0][start:])
                 break
-            slices = [names[start:end] for names in active]  # all of length end - start
-            out.extend(chain.from_iterable(zip(*slices, strict=False)))
+            # Segment [start, end): every active zone has exactly end - start names here; zone j's names go
+            # to every k-th slot of the segment (one C-level slice assignment per zone).
+            k = len(active)
+            base = len(out)
+            out.extend(active[0][start:end] * k)  # placeholder of the right length, overwritten below
+            for j, names in enumerate(active):
+                out[base + j :: k] = names[start:end]
             start = end
         return out
 

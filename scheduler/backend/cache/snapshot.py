@@ -12,13 +12,26 @@ from scheduler.framework.types import NodeInfo
 class Snapshot:
     """Node infos by name, the node list in nodeTree order, and how many nodes hold each image."""
 
-    __slots__ = ("generation", "image_num_nodes", "node_info_list", "node_info_map")
+    __slots__ = (
+        "_list_index",
+        "_list_names",
+        "_list_of",
+        "generation",
+        "image_num_nodes",
+        "node_info_list",
+        "node_info_map",
+    )
 
     def __init__(self) -> None:
         self.node_info_map: dict[str, NodeInfo] = {}
         self.node_info_list: list[NodeInfo] = []
         self.image_num_nodes: dict[str, int] = {}
         self.generation = 0
+        # Kept by Cache.update_snapshot: the names node_info_list was built from (and that list), plus a
+        # lazily built name -> position index, so an unchanged node order is patched instead of remapped.
+        self._list_names: list[str] | None = None
+        self._list_of: list[NodeInfo] | None = None
+        self._list_index: dict[str, int] | None = None
 
     @classmethod
     def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
