@@ -82,12 +82,20 @@ def default_bin_dir() -> Path:
     return Path(override) if override else REPO_ROOT / "_build" / "bin" / pinned_release()
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1 that nothing listens on right now."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return free_ports(1)[0]
 
 
 def log_tail(path: Path, lines: int = 40) -> str:
@@ -455,7 +463,7 @@ class ControlPlane:
             self.stop_process(name)
 
     def _start_etcd(self) -> None:
-        client, peer = free_port(), free_port()
+        client, peer = free_ports(2)
         self._etcd_port = client
         argv = [
             str(self.binary("etcd")),
