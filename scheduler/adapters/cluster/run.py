@@ -1,0 +1,316 @@
+"""`pyscheduler run`: the scheduler against a live cluster, with health/metrics endpoints and clean shutdown.
+
+Task layout (all in one event loop):
+  writer-N        ClusterWriter workers (events, PodScheduled patches)
+  cache-sync      initial LIST ("caches synced"), then periodic resync
+  scheduling      waits for caches synced and for leadership, then Scheduler.run
+  kopf-operator   kopf's watches (spawned last: kopf cancels tasks created after it started)
+and an aiohttp server for /healthz /livez /readyz /metrics /configz.
+
+Every task is supervised: if one ends while we are not stopping, the process logs it and exits non-zero so
+Kubernetes restarts it rather than leaving it half-alive. SIGTERM/SIGINT stop scheduling, wait for in-flight
+binds, flush queued writes, stop kopf and close the clients, in that order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from enum import Enum
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+from scheduler.adapters.cluster.client import ClusterWriter, KubeClient
+from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, ClusterWatcher
+from scheduler.config.types import SchedulerConfiguration
+from scheduler.core.profile import build_scheduler
+from scheduler.core.scheduler import Scheduler
+from scheduler.framework.observer import Observer
+
+log = logging.getLogger("pyscheduler.run")
+
+LOOP_STALL_SECONDS = 60.0
+SHUTDOWN_BIND_TIMEOUT = 30.0
+SHUTDOWN_WRITE_TIMEOUT = 5.0
+KOPF_STOP_TIMEOUT = 15.0
+
+LeaderGate = Callable[[], Awaitable[None]]
+"""Awaited before scheduling starts; returns once this instance leads. Leader election is a later task:
+the default returns at once. When it exists, losing the lease must end the process (exit non-zero), as
+kube-scheduler does, rather than try to stop scheduling in place."""
+
+
+async def always_leader() -> None:
+    """The LeaderGate used until leader election is implemented."""
+
+
+def jsonable(value: Any) -> Any:
+    """The effective configuration as JSON (dataclasses, mapping proxies, enums, tuples, plugin args)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if isinstance(value, Enum):
+        return jsonable(value.value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if hasattr(value, "__dict__"):
+        return {k: jsonable(v) for k, v in vars(value).items() if not k.startswith("_")}
+    return str(value)
+
+
+class Health:
+    """What /livez, /healthz and /readyz report."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        watcher: ClusterWatcher,
+        *,
+        loop_stall: float = LOOP_STALL_SECONDS,
+        watch_stale: float,
+    ) -> None:
+        self.scheduler = scheduler
+        self.watcher = watcher
+        self.loop_stall = loop_stall
+        self.watch_stale = watch_stale
+        self.scheduling_started = False
+        self.kopf_task: asyncio.Task[None] | None = None
+        self.started = time.monotonic()
+
+    def live_checks(self) -> dict[str, str | None]:
+        """Check name -> failure reason (None when fine)."""
+        now = time.monotonic()
+        checks: dict[str, str | None] = {"ping": None}
+        idle = self.scheduler.clock() - self.scheduler.last_loop_activity
+        checks["scheduling-loop"] = (
+            f"the scheduling loop has not run for {idle:.0f}s"
+            if self.scheduling_started and idle > self.loop_stall
+            else None
+        )
+        kopf_dead = self.kopf_task is not None and self.kopf_task.done()
+        checks["kopf"] = "the watch operator has stopped" if kopf_dead else None
+        last = self.watcher.last_activity() or self.started
+        quiet = now - last
+        checks["watch"] = (
+            f"no watch event and no successful LIST for {quiet:.0f}s" if quiet > self.watch_stale else None
+        )
+        return checks
+
+    def ready_checks(self) -> dict[str, str | None]:
+        checks = self.live_checks()
+        checks["informer-sync"] = None if self.watcher.synced.is_set() else "caches not synced yet"
+        return checks
+
+
+def _check_response(checks: dict[str, str | None], verbose: bool) -> web.Response:
+    """k8s-style health answer: "ok", or a per-check listing with HTTP 500 when something failed."""
+    failed = {k: v for k, v in checks.items() if v}
+    if not failed and not verbose:
+        return web.Response(text="ok")
+    lines = [f"[-]{k} failed: {v}" if v else f"[+]{k} ok" for k, v in checks.items()]
+    lines.append("healthz check failed" if failed else "healthz check passed")
+    return web.Response(text="\n".join(lines) + "\n", status=500 if failed else 200)
+
+
+def build_app(health: Health, config: SchedulerConfiguration, extra: Callable[[], dict[str, Any]]) -> web.Application:
+    """The endpoints kube-scheduler serves (plain HTTP here; TLS/authn is left to the deployment)."""
+
+    async def livez(request: web.Request) -> web.Response:
+        return _check_response(health.live_checks(), "verbose" in request.query)
+
+    async def readyz(request: web.Request) -> web.Response:
+        return _check_response(health.ready_checks(), "verbose" in request.query)
+
+    async def metrics(_: web.Request) -> web.Response:
+        body = generate_latest(REGISTRY)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    configz_body = json.dumps({"componentconfig": jsonable(config)}, indent=2, sort_keys=True)
+
+    async def configz(_: web.Request) -> web.Response:
+        return web.Response(text=configz_body, content_type="application/json")
+
+    async def debug_stats(_: web.Request) -> web.Response:
+        text = json.dumps(jsonable(extra()), indent=2, sort_keys=True)
+        return web.Response(text=text, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_get("/healthz", livez)
+    app.router.add_get("/livez", livez)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/configz", configz)
+    app.router.add_get("/debug/pyscheduler/stats", debug_stats)
+    return app
+
+
+async def run(
+    config: SchedulerConfiguration,
+    kubeconfig: str | None,
+    stop: asyncio.Event | None = None,
+    port: int = 10259,
+    bind_address: str = "0.0.0.0",
+    *,
+    resync_period: float = DEFAULT_RESYNC_PERIOD,
+    leader_gate: LeaderGate = always_leader,
+    observer: Observer | None = None,
+    install_signal_handlers: bool = True,
+) -> int:
+    """Run the scheduler until `stop` is set (or SIGTERM/SIGINT); returns the process exit code.
+
+    0 after a requested stop; 1 when a background task died or the API server could not be reached at all.
+    """
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    client = await KubeClient.create(
+        kubeconfig or (config.client_connection.kubeconfig or None),
+        qps=config.client_connection.qps,
+        burst=config.client_connection.burst,
+    )
+    writer = ClusterWriter(client)
+    scheduler = build_scheduler(writer, config, observer=observer)
+    watcher = ClusterWatcher(scheduler, client, writer, resync_period=resync_period)
+    health = Health(scheduler, watcher, watch_stale=2 * resync_period + 60.0)
+
+    def stats() -> dict[str, Any]:
+        return {
+            "watch": watcher.stats,
+            "writer": writer.stats,
+            "client": client.stats,
+            "rate_limiter_waited_seconds": client.limiter.waited_seconds,
+            "event_rate_limiter_waited_seconds": client.event_limiter.waited_seconds,
+            "queue": scheduler.queue.pending(),
+            "bound": scheduler.bound_count,
+            "attempts": scheduler.attempts,
+            "writes_queued": writer.queued(),
+        }
+
+    runner = web.AppRunner(build_app(health, config, stats), access_log=None)
+    await runner.setup()
+    tasks: dict[asyncio.Task[Any], str] = {}
+    kopf_stop = asyncio.Event()
+    kopf_task: asyncio.Task[None] | None = None
+    scheduling_task: asyncio.Task[None] | None = None
+    code = 0
+    try:
+        site = web.TCPSite(runner, bind_address, port)
+        await site.start()
+        log.info("serving health and metrics", extra={"address": bind_address, "port": port})
+
+        async def scheduling() -> None:
+            await watcher.synced.wait()
+            await leader_gate()
+            if stop.is_set():
+                return
+            health.scheduling_started = True
+            log.info("starting to schedule", extra={"profiles": sorted(scheduler.profiles)})
+            await scheduler.run(stop)
+
+        for t in writer.start():
+            tasks[t] = t.get_name()
+        sync_task = loop.create_task(watcher.run(stop), name="cache-sync")
+        tasks[sync_task] = "cache-sync"
+        scheduling_task = loop.create_task(scheduling(), name="scheduling")
+        tasks[scheduling_task] = "scheduling"
+        watchdog_task = loop.create_task(watcher.watchdog(stop), name="watch-watchdog")
+        tasks[watchdog_task] = "watch-watchdog"
+        # Last: kopf treats every task created after this point as its own (see ClusterWatcher.start_kopf).
+        kopf_task = await watcher.start_kopf(kopf_stop)
+        health.kopf_task = kopf_task
+        tasks[kopf_task] = "kopf-operator"
+        if install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.add_signal_handler(sig, _on_signal, stop, sig)
+
+        stop_waiter = loop.create_task(stop.wait(), name="stop-waiter")
+        try:
+            done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop_waiter.cancel()
+        if not stop.is_set():
+            for task in done:
+                if task is stop_waiter:
+                    continue
+                name = tasks.get(task, task.get_name())
+                exc = None if task.cancelled() else task.exception()
+                log.critical(
+                    "background task ended unexpectedly; exiting",
+                    extra={"task": name, "error": repr(exc) if exc else "returned"},
+                    exc_info=exc,
+                )
+            code = 1
+            stop.set()
+    finally:
+        stop.set()
+        await _shutdown(scheduler, scheduling_task, writer, tasks, kopf_stop, kopf_task)
+        with contextlib.suppress(Exception):
+            await runner.cleanup()
+        await client.close()
+        if install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(Exception):
+                    loop.remove_signal_handler(sig)
+    log.info(
+        "stopped",
+        extra={"code": code, "bound": scheduler.bound_count, "dropped_events": writer.stats.dropped_events},
+    )
+    return code
+
+
+def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:
+    if stop.is_set():
+        log.warning("second signal; exiting now", extra={"signal": sig.name})
+        raise SystemExit(1)
+    log.info("signal received; shutting down", extra={"signal": sig.name})
+    stop.set()
+
+
+async def _shutdown(
+    scheduler: Scheduler,
+    scheduling_task: asyncio.Task[None] | None,
+    writer: ClusterWriter,
+    tasks: dict[asyncio.Task[Any], str],
+    kopf_stop: asyncio.Event,
+    kopf_task: asyncio.Task[None] | None,
+) -> None:
+    """Stop in dependency order: scheduling (drain binds), writes, periodic sync, then kopf."""
+    if scheduling_task is not None and not scheduling_task.done():
+        try:
+            async with asyncio.timeout(SHUTDOWN_BIND_TIMEOUT):
+                await asyncio.shield(scheduling_task)
+        except TimeoutError:
+            log.error("in-flight binds did not finish in time; cancelling them")
+            scheduling_task.cancel()
+        except Exception:
+            log.exception("scheduling loop failed during shutdown")
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(SHUTDOWN_BIND_TIMEOUT):
+            await scheduler.drain()
+    await writer.close(SHUTDOWN_WRITE_TIMEOUT)
+    others = [t for t, name in tasks.items() if name != "kopf-operator" and not t.done()]
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
+    kopf_stop.set()
+    if kopf_task is not None and not kopf_task.done():
+        try:
+            async with asyncio.timeout(KOPF_STOP_TIMEOUT):
+                await asyncio.shield(kopf_task)
+        except TimeoutError:
+            log.error("kopf did not stop in time; cancelling it")
+            kopf_task.cancel()
+            await asyncio.gather(kopf_task, return_exceptions=True)
+        except Exception:
+            log.exception("kopf failed while stopping")

@@ -1,0 +1,320 @@
+"""Keeping the scheduler's cache in step with the cluster: kopf watches plus periodic LIST reconciliation.
+
+kopf (embedded in our event loop, private registry, standalone, no posting, no CRD scanning) watches all
+nodes and all non-terminal pods (every scheduler's: their requests and host ports occupy nodes) and hands each
+event's raw object straight to `Scheduler.on_node_event` / `on_pod_event`.
+
+kopf re-LISTs after a 410 without emitting DELETED for objects that vanished in the gap, and a watch can
+silently miss events; so `ClusterWatcher` also LISTs nodes and pods itself: once at startup (that LIST is
+"caches synced", the readiness gate and the point where scheduling may start, like WaitForCacheSync) and then
+every `resync_period` seconds through `Scheduler.resync`, which repairs and reports drift.
+
+A LIST is a snapshot at one resourceVersion, but watch events keep arriving while it is in flight. Applying
+the snapshot as is would roll those newer events back (e.g. forget a pod bound a moment ago), so every watch
+event received during the LIST is recorded and overlaid on the snapshot before it is applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+
+from scheduler.adapters.cluster.client import JSON, ApiError, ClusterWriter, KubeClient
+from scheduler.core.scheduler import DELETED, Scheduler
+
+log = logging.getLogger("pyscheduler.watch")
+
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+NODES_PATH = "/api/v1/nodes"
+PODS_PATH = "/api/v1/pods"
+DEFAULT_RESYNC_PERIOD = 300.0
+LIST_PAGE_SIZE = 500
+
+Key = tuple[str, str]  # ("nodes", name) or ("pods", uid)
+WATCHED = ("nodes.v1", "pods.v1")  # how kopf names the resources in its watcher task names
+
+
+class WatchDiedError(RuntimeError):
+    """A kopf watch stream stopped for good; the process should exit so that it is restarted."""
+
+
+@dataclass(slots=True)
+class WatchStats:
+    """What the watches and reconciliations did (for logs, /livez and later metrics)."""
+
+    events: dict[str, int] = field(default_factory=dict)
+    handler_errors: int = 0
+    last_event: float = 0.0
+    synced: bool = False
+    initial_sync_seconds: float = 0.0
+    initial_nodes: int = 0
+    initial_pods: int = 0
+    resyncs: int = 0
+    resync_failures: int = 0
+    last_list: float = 0.0
+    last_resync_seconds: float = 0.0
+    drift_total: dict[str, int] = field(default_factory=dict)
+    consecutive_drifting_resyncs: int = 0
+
+
+def _pod_key(obj: JSON) -> str:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+
+
+def _node_key(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def kopf_settings(
+    *,
+    server_timeout: int = 300,
+    client_timeout: float = 330.0,
+    connect_timeout: float = 10.0,
+    inactivity_timeout: float = 70.0,
+    request_timeout: float = 60.0,
+) -> kopf.OperatorSettings:
+    """kopf as a pure watch layer: no peering, no events, no CRD scanning, no SIGKILL timer, timeouts on."""
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False
+    settings.peering.standalone = True
+    settings.peering.clusterwide = True
+    settings.process.ultimate_exiting_timeout = None  # embedded: kopf must never SIGKILL our thread
+    settings.scanning.disabled = True  # nodes/pods are built in; no CRD/namespace list-watch RBAC needed
+    # The key must be ('v1', 'pods'): the documented 'v1/pods' silently matches nothing in kopf 1.45.2.
+    settings.watching.field_selectors["v1", "pods"] = POD_FIELD_SELECTOR
+    # timeoutSeconds: the API server ends the watch. Must be an int: kopf sends it verbatim, and "300.0"
+    # makes the API server answer 400, which kills that watcher for good (kopf logs it and goes on).
+    settings.watching.server_timeout = int(server_timeout)
+    settings.watching.client_timeout = client_timeout  # aiohttp total, in case the server does not
+    settings.watching.connect_timeout = connect_timeout
+    settings.watching.inactivity_timeout = inactivity_timeout  # no event nor bookmark: reconnect
+    settings.watching.chunk_size = LIST_PAGE_SIZE
+    settings.networking.request_timeout = request_timeout
+    settings.networking.connect_timeout = connect_timeout
+    return settings
+
+
+class ClusterWatcher:
+    """kopf watches + LIST reconciliation feeding one Scheduler."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        client: KubeClient,
+        writer: ClusterWriter | None = None,
+        *,
+        resync_period: float = DEFAULT_RESYNC_PERIOD,
+        settings: kopf.OperatorSettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.scheduler = scheduler
+        self.client = client
+        self.writer = writer
+        self.resync_period = resync_period
+        self.settings = settings or kopf_settings()
+        self.clock = clock
+        self.stats = WatchStats()
+        self.synced = asyncio.Event()
+        self.registry = kopf.OperatorRegistry()
+        self._recording: dict[Key, tuple[str | None, JSON]] | None = None
+        self._register()
+
+    # ------------------------------------------------------------------ kopf
+
+    def _register(self) -> None:
+        registry = self.registry
+
+        @kopf.on.login(registry=registry, id="pyscheduler-login")
+        async def login(**_: Any) -> kopf.ConnectionInfo:
+            return await self.client.connection_info()
+
+        # Handlers must be `async def`: kopf runs sync handlers in a thread pool, and the core is not
+        # thread-safe. `event["object"]` is the raw dict kopf decoded; `body` would only wrap it.
+        @kopf.on.event("v1", "nodes", registry=registry, id="pyscheduler-nodes")
+        async def on_node(type: str, event: kopf.RawEvent, **_: Any) -> None:
+            self._dispatch("nodes", type, dict(event["object"]))
+
+        @kopf.on.event("v1", "pods", registry=registry, id="pyscheduler-pods")
+        async def on_pod(type: str, event: kopf.RawEvent, **_: Any) -> None:
+            self._dispatch("pods", type, dict(event["object"]))
+
+    def _dispatch(self, resource: str, kind: str | None, obj: JSON) -> None:
+        """Apply one watch event (and remember it if a LIST is in flight)."""
+        self.stats.last_event = self.clock()
+        label = f"{resource}:{kind or 'LISTED'}"
+        self.stats.events[label] = self.stats.events.get(label, 0) + 1
+        key = _pod_key(obj) if resource == "pods" else _node_key(obj)
+        if self._recording is not None:
+            self._recording[(resource, key)] = (kind, obj)
+        try:
+            if resource == "pods":
+                self.scheduler.on_pod_event(kind, obj)
+                if kind == DELETED and self.writer is not None:
+                    self.writer.forget_pod(key)
+            else:
+                self.scheduler.on_node_event(kind, obj)
+        except Exception:  # kopf would log and drop it anyway; count it and keep the key in the log
+            self.stats.handler_errors += 1
+            log.exception("watch event handler failed", extra={"resource": resource, "key": key, "type": kind})
+
+    async def start_kopf(self, stop_flag: asyncio.Event) -> asyncio.Task[None]:
+        """Spawn kopf's tasks in this loop and return the task that runs them until `stop_flag` is set.
+
+        kopf's run_tasks cancels, when it ends, every task created after it started except those it was
+        told to ignore. So the caller must create its own long-lived tasks *before* this call (they are
+        snapshotted here as ignored), stop kopf only after everything else has finished, and re-install its
+        SIGINT/SIGTERM handlers afterwards (spawn_tasks replaces them in the main thread).
+        """
+        existing = asyncio.all_tasks()
+        tasks = await kopf.spawn_tasks(
+            registry=self.registry,
+            settings=self.settings,
+            clusterwide=True,
+            standalone=True,
+            stop_flag=stop_flag,
+        )
+        return asyncio.get_running_loop().create_task(kopf.run_tasks(tasks, ignored=existing), name="kopf-operator")
+
+    # ------------------------------------------------------------------ LIST + reconcile
+
+    async def list_cluster(self) -> tuple[list[JSON], list[JSON]]:
+        """LIST nodes and non-terminal pods; overlay the watch events that arrived meanwhile."""
+        self._recording = {}
+        try:
+            (nodes, _), (pods, _) = await asyncio.gather(
+                self.client.list_all(NODES_PATH, limit=LIST_PAGE_SIZE),
+                self.client.list_all(PODS_PATH, field_selector=POD_FIELD_SELECTOR, limit=LIST_PAGE_SIZE),
+            )
+            recorded = self._recording
+        finally:
+            self._recording = None
+        self.stats.last_list = self.clock()
+        if not recorded:
+            return nodes, pods
+        by_node = {_node_key(o): o for o in nodes}
+        by_pod = {_pod_key(o): o for o in pods}
+        for (resource, key), (kind, obj) in recorded.items():
+            target = by_pod if resource == "pods" else by_node
+            if kind == DELETED:
+                target.pop(key, None)
+            else:
+                target[key] = obj
+        return list(by_node.values()), list(by_pod.values())
+
+    async def initial_sync(self) -> None:
+        """First LIST, applied as initial-list events (type None); then the caches count as synced."""
+        start = self.clock()
+        nodes, pods = await self.list_cluster()
+        for node in nodes:
+            self._apply_listed("nodes", node)
+        for pod in pods:
+            self._apply_listed("pods", pod)
+        self.stats.initial_sync_seconds = self.clock() - start
+        self.stats.initial_nodes, self.stats.initial_pods = len(nodes), len(pods)
+        self.stats.synced = True
+        self.synced.set()
+        log.info(
+            "caches synced",
+            extra={
+                "nodes": len(nodes),
+                "pods": len(pods),
+                "seconds": round(self.stats.initial_sync_seconds, 3),
+            },
+        )
+
+    def _apply_listed(self, resource: str, obj: JSON) -> None:
+        try:
+            if resource == "pods":
+                self.scheduler.on_pod_event(None, obj)
+            else:
+                self.scheduler.on_node_event(None, obj)
+        except Exception:
+            self.stats.handler_errors += 1
+            log.exception("applying a listed object failed", extra={"resource": resource})
+
+    async def resync(self) -> dict[str, int]:
+        """LIST and converge the cache (Scheduler.resync); returns and logs the repaired counts."""
+        start = self.clock()
+        nodes, pods = await self.list_cluster()
+        repaired = self.scheduler.resync(list[Mapping[str, Any]](nodes), list[Mapping[str, Any]](pods))
+        self.stats.resyncs += 1
+        self.stats.last_resync_seconds = self.clock() - start
+        drift = {k: v for k, v in repaired.items() if v}
+        for kind, count in drift.items():
+            self.stats.drift_total[kind] = self.stats.drift_total.get(kind, 0) + count
+        if drift:
+            self.stats.consecutive_drifting_resyncs += 1
+            log.warning("resync repaired cache drift", extra={"drift": drift, "nodes": len(nodes), "pods": len(pods)})
+        else:
+            self.stats.consecutive_drifting_resyncs = 0
+            log.debug("resync found no drift", extra={"nodes": len(nodes), "pods": len(pods)})
+        return drift
+
+    async def run(self, stop: asyncio.Event, *, first_resync_after: float | None = None) -> None:
+        """Initial sync (retried until it works), then a resync every resync_period until stop is set.
+
+        The first resync comes sooner (`first_resync_after`, default min(period, 60 s)) to repair anything
+        the startup race between kopf's own initial LIST and ours left behind.
+        """
+        backoff = 1.0
+        while not self.synced.is_set():
+            try:
+                await self.initial_sync()
+            except ApiError as exc:
+                log.error("initial LIST failed; retrying", extra={"status": exc.status, "error": exc.message})
+                if await _wait(stop, backoff):
+                    return
+                backoff = min(backoff * 2, 30.0)
+        delay = first_resync_after if first_resync_after is not None else min(self.resync_period, 60.0)
+        while not await _wait(stop, delay):
+            delay = self.resync_period
+            try:
+                await self.resync()
+            except ApiError as exc:
+                self.stats.resync_failures += 1
+                log.error("resync LIST failed", extra={"status": exc.status, "error": exc.message})
+
+    async def watchdog(self, stop: asyncio.Event, *, period: float = 2.0, grace: float = 60.0) -> None:
+        """End (raising WatchDiedError) when one of kopf's watcher tasks is gone for good.
+
+        kopf logs a watcher that fails (a 4xx such as 403/400, or a non-410 ERROR event) and carries on
+        without it: the process would look alive while seeing nothing. Its watcher tasks are named
+        "watcher for nodes.v1@None" etc.; each must appear within `grace` seconds and stay.
+        """
+        started = self.clock()
+        seen: set[str] = set()
+        missing_rounds = 0
+        while not await _wait(stop, period):
+            alive = {
+                resource
+                for task in asyncio.all_tasks()
+                if not task.done() and task.get_name().startswith("watcher for ")
+                for resource in WATCHED
+                if task.get_name().startswith(f"watcher for {resource}@")
+            }
+            seen |= alive
+            lost = seen - alive
+            never = set(WATCHED) - seen if self.clock() - started > grace else set()
+            missing_rounds = missing_rounds + 1 if lost or never else 0
+            if missing_rounds >= 3:
+                raise WatchDiedError(f"kopf watch stream(s) not running: {sorted(lost | never)}")
+
+    def last_activity(self) -> float:
+        """Clock time of the latest watch event or successful LIST."""
+        return max(self.stats.last_event, self.stats.last_list)
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> bool:
+    """Sleep `seconds` unless stop is set first; True when stopped."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await stop.wait()
+    return stop.is_set()
