@@ -249,7 +249,12 @@ class Scheduler:
         self.parse_failures[uid] = message
         self._pending.pop(uid, None)
         self.queue.delete(uid)
-        stub = PodInfo(uid=uid, namespace=str(meta.get("namespace") or "default"), name=str(meta.get("name") or ""))
+        stub = PodInfo(
+            uid=uid,
+            namespace=str(meta.get("namespace") or "default"),
+            name=str(meta.get("name") or ""),
+            scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        )
         self.last_failure[uid] = (REASON_SCHEDULER_ERROR, message)
         self.api.record_failure(stub, REASON_SCHEDULER_ERROR, message)
 
