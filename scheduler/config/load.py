@@ -12,7 +12,6 @@ framework turns that into per-point plugin lists with `effective_plugins` (or, e
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -23,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from scheduler.config.decode import child, json_quote, json_type
 from scheduler.config.defaults import (
     API_VERSION,
     DEFAULT_LEASE_NAME,
@@ -594,34 +594,9 @@ def _surely_empty(profile: Profile, point: ExtensionPoint) -> bool:
 # Typed field access (strict, like upstream's decoder). A null value means "not set".
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "mapping"
-    if isinstance(value, list | tuple):
-        return "list"
-    return type(value).__name__
-
-
-def _q(value: Any) -> str:
-    """A value as it would appear in JSON/YAML: strings in double quotes."""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+_type_name = json_type
+_q = json_quote
+_join = child
 
 
 def _mapping(value: Any, path: str) -> Mapping[str, Any]:

@@ -6,29 +6,13 @@ import time
 from collections.abc import Callable
 
 from scheduler.config.load import effective_plugins, load_config
-from scheduler.config.types import EXTENSION_POINTS, Profile, SchedulerConfiguration
+from scheduler.config.types import EXTENSION_POINTS, POINT_YAML_KEYS, Profile, SchedulerConfiguration
 from scheduler.core.api import ClusterAPI
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.interface import Handle, Plugin
 from scheduler.framework.observer import Observer
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
-
-# Framework point keys (camelCase, as in the configuration file) by config field name.
-_POINT_KEYS = {
-    "pre_enqueue": "preEnqueue",
-    "queue_sort": "queueSort",
-    "pre_filter": "preFilter",
-    "filter": "filter",
-    "post_filter": "postFilter",
-    "pre_score": "preScore",
-    "score": "score",
-    "reserve": "reserve",
-    "permit": "permit",
-    "pre_bind": "preBind",
-    "bind": "bind",
-    "post_bind": "postBind",
-}
 
 
 def default_config() -> SchedulerConfiguration:
@@ -50,7 +34,7 @@ def build_framework(profile: Profile, handle: Handle, observer: Observer | None 
     names: list[str] = []
     for point in EXTENSION_POINTS:
         refs = effective_plugins(profile, point, implements)
-        points[_POINT_KEYS[point]] = [r.name for r in refs]
+        points[POINT_YAML_KEYS[point]] = [r.name for r in refs]
         for r in refs:
             if r.name not in names:
                 names.append(r.name)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from scheduler.config.decode import child
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreScorePlugin, ScorePlugin
 from scheduler.framework.status import SKIP, Status
 from scheduler.framework.types import NodeInfo, PodInfo, memo_lookup
@@ -28,7 +29,6 @@ from scheduler.plugins.node_resources_fit import (
     as_mapping,
     check_fields,
     check_kind,
-    child,
     decode_resources,
     node_amounts,
     score_plan,

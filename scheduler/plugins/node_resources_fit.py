@@ -11,12 +11,12 @@ both.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, NoReturn
 
+from scheduler.config.decode import child, json_quote, json_type
 from scheduler.config.errors import ConfigError
 from scheduler.framework.interface import (
     ASSIGNED_POD,
@@ -114,37 +114,6 @@ class FieldErrors:
         if len(self.messages) == 1:
             raise ConfigError(self.messages[0])
         raise ConfigError("[" + ", ".join(self.messages) + "]")
-
-
-def child(path: str, name: str) -> str:
-    """field.Path.Child: "a.b", or just "b" at the root."""
-    return f"{path}.{name}" if path else name
-
-
-def json_type(value: Any) -> str:
-    """The JSON/YAML type name of a decoded value, for decoding errors."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "mapping"
-    if isinstance(value, list | tuple):
-        return "list"
-    return type(value).__name__
-
-
-def json_quote(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def decode_error(path: str, detail: str) -> NoReturn:
