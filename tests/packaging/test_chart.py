@@ -222,8 +222,7 @@ CLUSTER_RULES: set[Rule] = {
     *{("", r, v, None) for r in ("nodes", "pods", "namespaces") for v in ("get", "list", "watch")},
     ("", "pods/binding", "create", None),
     ("", "pods/status", "patch", None),
-    ("", "pods/status", "update", None),
-    *{(g, "events", v, None) for g in ("", "events.k8s.io") for v in ("create", "patch", "update")},
+    *{("events.k8s.io", "events", v, None) for v in ("create", "patch")},
 }
 
 

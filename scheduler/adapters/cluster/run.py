@@ -254,6 +254,10 @@ async def run(
             stop.set()
     finally:
         stop.set()
+        if scheduling_task is not None and not health.scheduling_started:
+            # Still waiting for caches (e.g. a refused LIST) or leadership: no bind to drain, nothing to wait for.
+            scheduling_task.cancel()
+            await asyncio.gather(scheduling_task, return_exceptions=True)
         await _shutdown(scheduler, scheduling_task, writer, tasks, kopf_stop, kopf_task)
         with contextlib.suppress(Exception):
             await runner.cleanup()

@@ -36,6 +36,9 @@ NODES_PATH = "/api/v1/nodes"
 PODS_PATH = "/api/v1/pods"
 DEFAULT_RESYNC_PERIOD = 300.0
 LIST_PAGE_SIZE = 500
+# Consecutive 401/403 answers to the initial LIST before the process gives up (exits non-zero) instead of
+# hanging unready: a few, because a RoleBinding created a moment ago may not be in the authorizer's cache yet.
+FORBIDDEN_ATTEMPTS = 3
 
 Key = tuple[str, str]  # ("nodes", name) or ("pods", uid)
 WATCHED = ("nodes.v1", "pods.v1")  # how kopf names the resources in its watcher task names
@@ -43,6 +46,10 @@ WATCHED = ("nodes.v1", "pods.v1")  # how kopf names the resources in its watcher
 
 class WatchDiedError(RuntimeError):
     """A kopf watch stream stopped for good; the process should exit so that it is restarted."""
+
+
+class AccessDeniedError(RuntimeError):
+    """The API server keeps refusing (401/403) the initial LIST: RBAC or credentials are wrong; exit."""
 
 
 @dataclass(slots=True)
@@ -261,14 +268,27 @@ class ClusterWatcher:
     async def run(self, stop: asyncio.Event, *, first_resync_after: float | None = None) -> None:
         """Initial sync (retried until it works), then a resync every resync_period until stop is set.
 
+        A 401/403 answered FORBIDDEN_ATTEMPTS times in a row raises AccessDeniedError (the process exits
+        non-zero with the server's message) rather than retrying forever.
+
         The first resync comes sooner (`first_resync_after`, default min(period, 60 s)) to repair anything
         the startup race between kopf's own initial LIST and ours left behind.
         """
         backoff = 1.0
+        forbidden = 0
         while not self.synced.is_set():
             try:
                 await self.initial_sync()
             except ApiError as exc:
+                forbidden = forbidden + 1 if exc.status in (401, 403) else 0
+                if forbidden >= FORBIDDEN_ATTEMPTS:
+                    # The message names the verb, resource and identity ('nodes is forbidden: User "..." cannot
+                    # list resource "nodes" ...'); retrying forever would only leave the process unready.
+                    log.critical(
+                        "initial LIST refused by the API server; exiting (check the RBAC rules / credentials)",
+                        extra={"status": exc.status, "error": exc.message},
+                    )
+                    raise AccessDeniedError(f"initial LIST refused (HTTP {exc.status}): {exc.message}") from exc
                 log.error("initial LIST failed; retrying", extra={"status": exc.status, "error": exc.message})
                 if await _wait(stop, backoff):
                     return

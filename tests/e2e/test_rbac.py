@@ -1,0 +1,479 @@
+"""The Helm chart's RBAC is enough and least privilege, proven on a real kube-apiserver with RBAC on.
+
+`helm install` puts the chart into a fresh namespace of the session's control plane (the Deployment never
+runs: there are no kubelets). Then pyscheduler runs outside the cluster AS THE CHART'S ServiceAccount: its only
+credential is a token minted through the TokenRequest API, and its configuration is the KubeSchedulerConfiguration
+the chart rendered into its ConfigMap. With the chart's rules it binds pods, writes `Scheduled` and
+`FailedScheduling` events and the PodScheduled condition, and never meets a 403.
+
+Then each rule of the ClusterRole is taken away in turn (the ClusterRole is patched as admin, and the test
+waits until a SubjectAccessReview shows the authorizer has seen the change) and pyscheduler is started again as
+the ServiceAccount, to show that the rule is needed and that losing it gives a clear error naming the verb and
+the resource: an exit with the refused LIST for node reads, and for writes an error log line carrying the API
+server's `... is forbidden: User "system:serviceaccount:..." cannot <verb> resource "<resource>" ...` message
+(for pods/binding also the FailedScheduling event and PodScheduled condition).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import pytest
+import pytest_asyncio
+import yaml
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import new_client_from_config
+
+from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
+from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.kube import JSON, get_pod, request_json, status_condition, wait_for, wait_for_pod_bound
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+CHART = REPO_ROOT / "helm" / "pyscheduler"
+KUBE_VERSION = (REPO_ROOT / "tests" / "cluster" / "VERSION").read_text(encoding="utf-8").strip()
+SCHEDULER_NAME = "pyscheduler"  # the chart's default `schedulerName`, and the e2e pod factory's
+RBAC_API = "/apis/rbac.authorization.k8s.io/v1"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+def _helm_path() -> Path:
+    explicit = os.environ.get("PYSCHEDULER_HELM")
+    if explicit:
+        return Path(explicit)
+    bin_dir = os.environ.get("PYSCHEDULER_BIN_DIR") or str(REPO_ROOT / "_build" / "bin" / KUBE_VERSION)
+    return Path(bin_dir) / "helm"
+
+
+def _helm(home: Path, kubeconfig: Path, *args: str) -> str:
+    """Run helm with a private HELM_*_HOME against the admin kubeconfig; return stdout (fail on an error)."""
+    helm = _helm_path()
+    if not (helm.is_file() and os.access(helm, os.X_OK)):
+        pytest.fail(f"helm not found at {helm}: build it with `bash tests/cluster/build.sh`", pytrace=False)
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    for key in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"):
+        env[key] = str(home / key.lower())
+    argv = [str(helm), *args, "--kubeconfig", str(kubeconfig)]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert result.returncode == 0, f"{' '.join(argv)} failed ({result.returncode}):\n{result.stderr}"
+    return result.stdout
+
+
+@dataclass(frozen=True)
+class Release:
+    """The installed chart: where it is, who it runs as, and how to run pyscheduler like its Deployment."""
+
+    name: str
+    namespace: str
+    service_account: str
+    cluster_role: str
+    rules: list[JSON]  # the ClusterRole's rules as installed
+    sa_kubeconfig: Path  # the ServiceAccount's token; the scheduler's only credential
+    config: Path  # the chart's rendered KubeSchedulerConfiguration
+
+    @property
+    def user(self) -> str:
+        return f"system:serviceaccount:{self.namespace}:{self.service_account}"
+
+
+def _sa_kubeconfig(server: str, user: str, token: str) -> JSON:
+    """A kubeconfig like the harness's admin one (token, insecure-skip-tls-verify), for the ServiceAccount."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "e2e", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
+        "current-context": "e2e",
+    }
+
+
+def _only(docs: list[JSON], kind: str) -> JSON:
+    found = [d for d in docs if d.get("kind") == kind]
+    assert len(found) == 1, f"expected one {kind} in the release manifest, found {len(found)}"
+    return found[0]
+
+
+async def _can(api_client: ApiClient, user: str, namespace: str, verb: str, group: str, resource: str) -> bool:
+    """Would the authorizer let `user` (a ServiceAccount) do this? (SubjectAccessReview, asked as admin)."""
+    sa_namespace = user.split(":")[2]
+    resource, _, subresource = resource.partition("/")
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": user,
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{sa_namespace}", "system:authenticated"],
+            "resourceAttributes": {
+                "namespace": namespace,
+                "verb": verb,
+                "group": group,
+                "resource": resource,
+                "subresource": subresource,
+            },
+        },
+    }
+    answer = await request_json(api_client, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=review)
+    return bool(answer["status"].get("allowed"))
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def release(
+    control_plane: ControlPlane, kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Release]:
+    """`helm install` the chart (default values) into a fresh namespace; mint the ServiceAccount's token."""
+    suffix = secrets.token_hex(3)
+    name, namespace = f"pyscheduler-rbac-{suffix}", f"e2e-rbac-chart-{suffix}"
+    work = tmp_path_factory.mktemp("rbac")
+    _helm(work, kubeconfig, "install", name, str(CHART), "--namespace", namespace, "--create-namespace", "--wait=false")
+    client = await new_client_from_config(config_file=str(kubeconfig), persist_config=False)
+    try:
+        docs = [d for d in yaml.safe_load_all(_helm(work, kubeconfig, "get", "manifest", name, "-n", namespace)) if d]
+        service_account = _only(docs, "ServiceAccount")["metadata"]["name"]
+        cluster_role = _only(docs, "ClusterRole")["metadata"]["name"]
+        # The Deployment mounts this ConfigMap as --config: the scheduler gets exactly what the chart rendered.
+        config = work / "config.yaml"
+        config.write_text(_only(docs, "ConfigMap")["data"]["config.yaml"], encoding="utf-8")
+        assert yaml.safe_load(config.read_text())["leaderElection"]["leaderElect"] is False  # one replica
+        installed = await request_json(client, "GET", f"{RBAC_API}/clusterroles/{cluster_role}")
+        token_request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 3600},
+        }
+        answer = await request_json(
+            client,
+            "POST",
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{service_account}/token",
+            body=token_request,
+        )
+        user = f"system:serviceaccount:{namespace}:{service_account}"
+        sa_kubeconfig = work / "sa-kubeconfig"
+        sa_kubeconfig.write_text(yaml.safe_dump(_sa_kubeconfig(control_plane.server, user, answer["status"]["token"])))
+        sa_kubeconfig.chmod(0o600)
+        info = Release(name, namespace, service_account, cluster_role, installed["rules"], sa_kubeconfig, config)
+        # The ClusterRoleBinding was created a moment ago: wait until the authorizer has it.
+        await wait_for(lambda: _can(client, user, "", "list", "", "nodes"), what=f"{user} to be allowed to list nodes")
+        yield info
+    finally:
+        try:
+            _helm(work, kubeconfig, "uninstall", name, "--namespace", namespace, "--wait=false")
+        finally:
+            with contextlib.suppress(ApiException):
+                await request_json(client, "DELETE", f"/api/v1/namespaces/{namespace}")
+            await client.close()
+
+
+# --------------------------------------------------------------------------------------------- the scheduler
+
+
+@dataclass
+class SchedulerRun:
+    """`python -m scheduler run` as the chart's ServiceAccount, with the chart's configuration."""
+
+    process: ManagedProcess
+    port: int
+
+    def log(self) -> str:
+        return self.process.log_path.read_text(encoding="utf-8", errors="replace")
+
+    async def ready(self) -> bool:
+        if not self.process.running():
+            raise AssertionError(f"pyscheduler exited with {self.process.poll()}:\n{self.process.tail(60)}")
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session,
+                session.get(f"http://127.0.0.1:{self.port}/readyz") as resp,
+            ):
+                return resp.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+
+    async def wait_for_log(self, needle: str, *, within: float = 20.0) -> str:
+        """Wait until the log contains `needle`; return the first line that does."""
+
+        async def probe() -> str | None:
+            return next((line for line in self.log().splitlines() if needle in line), None)
+
+        try:
+            return await wait_for(probe, what=f"pyscheduler to log {needle!r}", within=within)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.process.tail(60)}") from None
+
+    async def stop(self) -> int | None:
+        """SIGTERM; the exit code (None if it had to be killed)."""
+        if self.process.running() and self.process.pid is not None:
+            os.kill(self.process.pid, signal.SIGTERM)
+
+            async def exited() -> bool:
+                return not self.process.running()
+
+            with contextlib.suppress(AssertionError):
+                await wait_for(exited, what="pyscheduler to exit", within=20, interval=0.1)
+        code = self.process.poll()
+        self.process.stop()
+        return code
+
+
+StartScheduler = Callable[[], Awaitable[SchedulerRun]]
+
+
+@pytest.fixture
+def start_scheduler(release: Release, tmp_path: Path) -> Iterator[StartScheduler]:
+    """Starts pyscheduler as the ServiceAccount (no other credential in its environment); stopped afterwards."""
+    runs: list[SchedulerRun] = []
+
+    async def start() -> SchedulerRun:
+        port = free_port()
+        argv = [
+            sys.executable,
+            "-m",
+            "scheduler",
+            "run",
+            "--kubeconfig",
+            str(release.sa_kubeconfig),
+            "--config",
+            str(release.config),
+            "--port",
+            str(port),
+            "--bind-address",
+            "127.0.0.1",
+            "-v",
+            "2",
+        ]
+        # Nothing to fall back on: no $KUBECONFIG, no in-cluster service-account environment.
+        drop = {"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}
+        env = {k: v for k, v in os.environ.items() if k not in drop}
+        env["PYTHONPATH"] = str(REPO_ROOT)
+        log_path = tmp_path / f"pyscheduler-{len(runs)}.log"
+        run = SchedulerRun(ManagedProcess("pyscheduler", argv, log_path, env=env).start(), port)
+        runs.append(run)
+        return run
+
+    yield start
+    for run in runs:
+        run.process.stop()
+
+
+async def start_ready(start_scheduler: StartScheduler) -> SchedulerRun:
+    run = await start_scheduler()
+    started = time.monotonic()
+    await wait_for(run.ready, what="pyscheduler /readyz as the chart's ServiceAccount", within=30)
+    print(f"pyscheduler ready as the ServiceAccount after {time.monotonic() - started:.2f} s")
+    return run
+
+
+async def events_for(api_client: ApiClient, namespace: str, pod: str, reason: str) -> list[JSON]:
+    answer = await request_json(api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+    return [e for e in answer["items"] if e.get("reason") == reason and e["regarding"].get("name") == pod]
+
+
+async def wait_for_event(api_client: ApiClient, namespace: str, pod: str, reason: str) -> JSON:
+    async def probe() -> JSON | None:
+        found = await events_for(api_client, namespace, pod, reason)
+        return found[0] if found else None
+
+    return await wait_for(probe, what=f"a {reason} event for {namespace}/{pod}", within=20)
+
+
+def assert_never_forbidden(log: str) -> None:
+    lowered = log.lower()
+    assert "forbidden" not in lowered and "status=403" not in lowered, f"pyscheduler met a 403:\n{log}"
+
+
+# --------------------------------------------------------------------------------------------- with the chart's rules
+
+
+async def test_scheduler_runs_as_the_chart_service_account(
+    release: Release,
+    start_scheduler: StartScheduler,
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+) -> None:
+    """Binds, events and the PodScheduled condition all work with exactly the chart's rules; no 403 anywhere."""
+    run = await start_ready(start_scheduler)
+    for i in range(2):
+        await create_node(f"{namespace}-n{i}", cpu="4", memory="16Gi")
+    for i in range(3):
+        await create_pod(f"p{i}", requests={"cpu": "100m", "memory": "64Mi"})
+    await create_pod("too-big", requests={"cpu": "100"})
+
+    nodes = {f"{namespace}-n{i}" for i in range(2)}
+    for i in range(3):
+        pod = await wait_for_pod_bound(api_client, namespace, f"p{i}", within=20)
+        assert pod["spec"]["nodeName"] in nodes
+    scheduled = await wait_for_event(api_client, namespace, "p0", "Scheduled")
+    assert scheduled["reportingController"] == SCHEDULER_NAME
+    assert scheduled["note"].startswith(f"Successfully assigned {namespace}/p0 to ")
+
+    failed = await wait_for_event(api_client, namespace, "too-big", "FailedScheduling")
+    assert "Insufficient cpu" in failed["note"], failed
+
+    async def condition() -> JSON | None:
+        return status_condition(await get_pod(api_client, namespace, "too-big"), "PodScheduled")
+
+    cond = await wait_for(condition, what="the PodScheduled condition of too-big", within=20)
+    assert (cond["status"], cond["reason"]) == ("False", "Unschedulable"), cond
+    assert "Insufficient cpu" in cond["message"], cond
+
+    await asyncio.sleep(0.5)  # let any late write (and its error) reach the log
+    log = run.log()
+    assert_never_forbidden(log)
+    assert await run.stop() == 0, f"pyscheduler did not exit cleanly on SIGTERM:\n{log}"
+
+
+# --------------------------------------------------------------------------------------------- without one rule
+
+
+@dataclass(frozen=True)
+class Removal:
+    """One permission taken away: which (verb, group, resource) it denies, and how to cut it from the rules."""
+
+    verb: str
+    group: str
+    resource: str
+
+    def cut(self, rules: list[JSON]) -> list[JSON]:
+        """The rules without this resource (and only it) in the rule(s) granting it."""
+        out: list[JSON] = []
+        for rule in copy.deepcopy(rules):
+            if self.group in rule["apiGroups"] and self.resource in rule["resources"] and self.verb in rule["verbs"]:
+                rule["resources"] = [r for r in rule["resources"] if r != self.resource]
+                if not rule["resources"]:
+                    continue
+            out.append(rule)
+        assert out != rules, f"no rule grants {self}"
+        return out
+
+
+@pytest.fixture
+async def remove_rule(release: Release, api_client: ApiClient) -> AsyncIterator[Callable[[Removal], Awaitable[None]]]:
+    """Patches the chart's ClusterRole (as admin) to drop one permission; restores the rules afterwards."""
+    user = release.user
+    path = f"{RBAC_API}/clusterroles/{release.cluster_role}"
+
+    async def remove(removal: Removal) -> None:
+        await request_json(
+            api_client, "PATCH", path, body={"rules": removal.cut(release.rules)}, content_type=MERGE_PATCH
+        )
+
+        async def denied() -> bool:
+            return not await _can(api_client, user, "default", removal.verb, removal.group, removal.resource)
+
+        await wait_for(denied, what=f"{user} to lose {removal.verb} {removal.resource}")
+
+    try:
+        yield remove
+    finally:
+        await request_json(api_client, "PATCH", path, body={"rules": release.rules}, content_type=MERGE_PATCH)
+        await wait_for(
+            lambda: _can(api_client, user, "default", "create", "", "pods/binding"), what="the rules to be restored"
+        )
+        await wait_for(lambda: _can(api_client, user, "", "list", "", "nodes"), what="the rules to be restored")
+
+
+async def test_without_node_reads_the_scheduler_exits_naming_nodes(
+    start_scheduler: StartScheduler, remove_rule: Callable[[Removal], Awaitable[None]], release: Release
+) -> None:
+    """No `nodes` get/list/watch: the initial LIST is refused, pyscheduler exits 1 saying so (never ready)."""
+    await remove_rule(Removal("list", "", "nodes"))
+    run = await start_scheduler()
+
+    async def exited() -> int | None:
+        return run.process.poll()
+
+    code = await wait_for(exited, what="pyscheduler to exit without node reads", within=30, interval=0.2)
+    log = run.log()
+    assert code == 1, f"exit code {code}:\n{log}"
+    line = next((x for x in log.splitlines() if "initial LIST refused by the API server; exiting" in x), None)
+    assert line is not None, log
+    assert f'User \\"{release.user}\\" cannot list resource \\"nodes\\"' in line, line
+    assert "starting to schedule" not in log
+
+
+async def test_without_pods_binding_the_pod_is_not_bound_and_the_error_says_why(
+    start_scheduler: StartScheduler,
+    remove_rule: Callable[[Removal], Awaitable[None]],
+    release: Release,
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+) -> None:
+    """No `pods/binding` create: the binding is refused; log, event and condition carry the 403 message."""
+    await remove_rule(Removal("create", "", "pods/binding"))
+    run = await start_ready(start_scheduler)
+    await create_node(f"{namespace}-n0")
+    await create_pod("p0", requests={"cpu": "100m"})
+
+    denial = f'cannot create resource "pods/binding" in API group "" in the namespace "{namespace}"'
+    line = await run.wait_for_log("binding failed")
+    assert "forbidden" in line and denial.replace('"', '\\"') in line, line
+    event = await wait_for_event(api_client, namespace, "p0", "FailedScheduling")
+    assert "forbidden" in event["note"] and denial in event["note"] and release.user in event["note"], event
+    cond = status_condition(await get_pod(api_client, namespace, "p0"), "PodScheduled")
+    assert cond is not None and cond["status"] == "False" and denial in cond["message"], cond
+    assert not (await get_pod(api_client, namespace, "p0"))["spec"].get("nodeName")
+    await run.stop()
+
+
+async def test_without_pods_status_patch_the_condition_is_missing_and_logged(
+    start_scheduler: StartScheduler,
+    remove_rule: Callable[[Removal], Awaitable[None]],
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+) -> None:
+    """No `pods/status` patch: FailedScheduling is still recorded, the PodScheduled condition is not; log says 403."""
+    await remove_rule(Removal("patch", "", "pods/status"))
+    run = await start_ready(start_scheduler)
+    await create_node(f"{namespace}-n0")
+    await create_pod("too-big", requests={"cpu": "100"})
+
+    line = await run.wait_for_log("failed to write to the API")
+    assert 'kind="status"' in line and "status=403" in line, line
+    assert 'cannot patch resource \\"pods/status\\"' in line, line
+    await wait_for_event(api_client, namespace, "too-big", "FailedScheduling")
+    assert status_condition(await get_pod(api_client, namespace, "too-big"), "PodScheduled") is None
+    await run.stop()
+
+
+async def test_without_events_create_no_event_is_written_and_the_log_says_why(
+    start_scheduler: StartScheduler,
+    remove_rule: Callable[[Removal], Awaitable[None]],
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+) -> None:
+    """No events.k8s.io `events` create: the pod is still bound, but its Scheduled event is refused (logged)."""
+    await remove_rule(Removal("create", "events.k8s.io", "events"))
+    run = await start_ready(start_scheduler)
+    await create_node(f"{namespace}-n0")
+    await create_pod("p0", requests={"cpu": "100m"})
+
+    await wait_for_pod_bound(api_client, namespace, "p0", within=20)
+    line = await run.wait_for_log("failed to write to the API")
+    assert 'kind="event"' in line and "status=403" in line, line
+    assert 'cannot create resource \\"events\\" in API group \\"events.k8s.io\\"' in line, line
+    assert await events_for(api_client, namespace, "p0", "Scheduled") == []
+    await run.stop()
