@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
@@ -48,6 +49,8 @@ EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "Assig
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 LEFTOVER_FLUSH_PERIOD = 30.0
+# Share of scheduling cycles whose plugins are timed one by one (upstream pluginMetricsSamplePercent).
+PLUGIN_METRICS_SAMPLE_RATE = 0.1
 
 
 class _Binder:
@@ -313,6 +316,7 @@ class Scheduler:
             return None
         start = self.clock()
         state = CycleState()
+        state.record_plugin_metrics = random.random() < PLUGIN_METRICS_SAMPLE_RATE
         try:
             self.cache.update_snapshot(self.snapshot)
             result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot)

@@ -26,12 +26,14 @@ MIN_NODE_SCORE = 0
 class CycleState(dict[str, Any]):
     """Per-attempt scratch space plugins write in PreFilter/PreScore and read in Filter/Score."""
 
-    __slots__ = ("skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         super().__init__()
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # Upstream times each plugin only in a sample of cycles (pluginMetricsSamplePercent = 10).
+        self.record_plugin_metrics = False
 
 
 @dataclass(slots=True)

@@ -177,10 +177,17 @@ class Framework:
         result: PreFilterResult | None = None
         plugins_with_nodes: set[str] = set()
         return_status: Status | None = None
+        record = state.record_plugin_metrics
         try:
             for pl in self.pre_filter:
                 try:
-                    r, s = pl.pre_filter(state, pod, nodes)
+                    if record:
+                        t = time.perf_counter()
+                        r, s = pl.pre_filter(state, pod, nodes)
+                        pl_code = s.code if s is not None else Code.SUCCESS
+                        self.observer.plugin_execution(pl.name, PRE_FILTER, pl_code, time.perf_counter() - t)
+                    else:
+                        r, s = pl.pre_filter(state, pod, nodes)
                 except Exception as exc:
                     return None, error_status(f'running PreFilter plugin "{pl.name}": {exc}', pl.name), set()
                 if s is not None and s.code == Code.SKIP:
@@ -218,13 +225,19 @@ class Framework:
         alive_idx = list(range(len(nodes)))
         alive = list(nodes)
         skip = state.skip_filter_plugins
+        record = state.record_plugin_metrics
         for pl in self.filter:
             if not alive:
                 break
             if pl.name in skip:
                 continue
             try:
-                statuses = pl.filter_batch(state, pod, alive)
+                if record:  # one observation per plugin and cycle: the batch call covers every node
+                    t = time.perf_counter()
+                    statuses = pl.filter_batch(state, pod, alive)
+                    self.observer.plugin_execution(pl.name, FILTER, Code.SUCCESS, time.perf_counter() - t)
+                else:
+                    statuses = pl.filter_batch(state, pod, alive)
             except Exception as exc:
                 return results, error_status(f'running "{pl.name}" filter plugin: {exc}', pl.name)
             if not any(statuses):
@@ -302,9 +315,16 @@ class Framework:
         start = time.perf_counter()
         code = Code.SUCCESS
         try:
+            record = state.record_plugin_metrics
             for pl in self.pre_score:
                 try:
-                    s = pl.pre_score(state, pod, nodes)
+                    if record:
+                        t = time.perf_counter()
+                        s = pl.pre_score(state, pod, nodes)
+                        pl_code = s.code if s is not None else Code.SUCCESS
+                        self.observer.plugin_execution(pl.name, PRE_SCORE, pl_code, time.perf_counter() - t)
+                    else:
+                        s = pl.pre_score(state, pod, nodes)
                 except Exception as exc:
                     code = Code.ERROR
                     return error_status(f'running PreScore plugin "{pl.name}": {exc}', pl.name)
@@ -327,16 +347,20 @@ class Framework:
         totals = [0] * len(nodes)
         result = ScoreResult(totals)
         code = Code.SUCCESS
+        record = state.record_plugin_metrics
         try:
             for pl in self.score:
                 if pl.name in state.skip_score_plugins:
                     continue
                 try:
+                    t = time.perf_counter() if record else 0.0
                     scores = pl.score_batch(state, pod, nodes)
                     if pl.has_normalize:
                         s = pl.normalize_score(state, pod, scores)
                         if s is not None and s.code != Code.SUCCESS:
                             raise RuntimeError(s.message())
+                    if record:
+                        self.observer.plugin_execution(pl.name, SCORE, Code.SUCCESS, time.perf_counter() - t)
                 except Exception as exc:
                     code = Code.ERROR
                     return result, error_status(f"running Score plugins: plugin {pl.name!r} failed: {exc}", pl.name)

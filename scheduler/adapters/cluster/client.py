@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, cast
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import aiohttp
 import kopf
@@ -181,6 +181,11 @@ class KubeClient:
         self.request_timeout = request_timeout
         self.max_retries = max_retries
         self.stats = ClientStats()
+        # Called after every HTTP attempt (retries included) with (method, host, code, seconds), as client-go
+        # feeds rest_client_requests_total{code,method,host} and rest_client_request_duration_seconds; the
+        # code is "<error>" when no answer came (client-go's label for a transport error).
+        self.request_observer: Callable[[str, str, str, float], None] | None = None
+        self.host = urlsplit(str(configuration.host)).netloc or str(configuration.host)
 
     @classmethod
     async def create(
@@ -274,15 +279,18 @@ class KubeClient:
             attempt += 1
             await (limiter or self.limiter).acquire()
             self.stats.requests += 1
+            sent = time.monotonic()
             try:
                 status, headers, raw = await self._send(method, path, query, body, content_type, request_timeout)
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                self._observe(method, "<error>", sent)
                 refused = isinstance(exc, aiohttp.ClientConnectorError)
                 if attempt > self.max_retries or (retry == "never" and not refused):
                     self.stats.failures += 1
                     raise ApiError(0, type(exc).__name__, f"{method} {path}: {exc or type(exc).__name__}") from exc
                 await self._backoff(attempt, None, method, path, type(exc).__name__)
                 continue
+            self._observe(method, str(status), sent)
             if status < 400:
                 if not raw:
                     return None
@@ -294,6 +302,10 @@ class KubeClient:
                 continue
             self.stats.failures += 1
             raise ApiError(status, reason, message, decoded)
+
+    def _observe(self, method: str, code: str, sent: float) -> None:
+        if self.request_observer is not None:
+            self.request_observer(method.upper(), self.host, code, time.monotonic() - sent)
 
     async def _send(
         self,

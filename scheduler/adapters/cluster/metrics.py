@@ -22,6 +22,19 @@ if TYPE_CHECKING:
     from scheduler.core.scheduler import Scheduler
 
 
+# The kinds Scheduler.resync reports (Cache.reconcile's drift categories plus removed pending pods). Their
+# series exist from the start at 0, so "no drift" is a value on the dashboard rather than an empty panel.
+DRIFT_KINDS = (
+    "missing_nodes",
+    "extra_nodes",
+    "stale_nodes",
+    "missing_pods",
+    "extra_pods",
+    "stale_pods",
+    "pending_pods_removed",
+)
+
+
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
     """prometheus.ExponentialBuckets: count buckets, the first at start, each factor times the previous."""
     return [start * factor**i for i in range(count)]
@@ -99,6 +112,8 @@ class SchedulerMetrics(Observer):
             ["kind"],
             registry=registry,
         )
+        for kind in DRIFT_KINDS:
+            self.drift.labels(kind)
         self.bind_errors = Counter(
             "pyscheduler_bind_errors", "Bindings that failed (the pod was forgotten and retried).", registry=registry
         )

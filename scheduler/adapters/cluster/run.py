@@ -26,9 +26,13 @@ from enum import Enum
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, disable_created_metrics, generate_latest
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
 
 from scheduler.adapters.cluster.client import ClusterWriter, KubeClient
+from scheduler.adapters.cluster.metrics import SchedulerMetrics, SchedulerStateCollector
 from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, ClusterWatcher
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.profile import build_scheduler
@@ -123,8 +127,31 @@ def _check_response(checks: dict[str, str | None], verbose: bool) -> web.Respons
     return web.Response(text="\n".join(lines) + "\n", status=500 if failed else 200)
 
 
-def build_app(health: Health, config: SchedulerConfiguration, extra: Callable[[], dict[str, Any]]) -> web.Application:
+def metrics_registry(scheduler: Scheduler, metrics: SchedulerMetrics) -> CollectorRegistry:
+    """The registry /metrics serves: the observer's metrics, scrape-time state gauges, process/platform/gc.
+
+    A dedicated registry (not prometheus_client's global REGISTRY) so two schedulers in one process (tests)
+    never collide and nothing imported by accident shows up in the exposition.
+    """
+    # kube-scheduler exposes no `_created` series; without them each counter/histogram child is one series less.
+    # (A process-wide switch of prometheus_client: this process serves only this registry.)
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+    registry = metrics.registry
+    registry.register(SchedulerStateCollector(scheduler))
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
+
+
+def build_app(
+    health: Health,
+    config: SchedulerConfiguration,
+    extra: Callable[[], dict[str, Any]],
+    registry: CollectorRegistry | None = None,
+) -> web.Application:
     """The endpoints kube-scheduler serves (plain HTTP here; TLS/authn is left to the deployment)."""
+    metrics_source = registry if registry is not None else CollectorRegistry()
 
     async def livez(request: web.Request) -> web.Response:
         return _check_response(health.live_checks(), "verbose" in request.query)
@@ -133,7 +160,7 @@ def build_app(health: Health, config: SchedulerConfiguration, extra: Callable[[]
         return _check_response(health.ready_checks(), "verbose" in request.query)
 
     async def metrics(_: web.Request) -> web.Response:
-        body = generate_latest(REGISTRY)
+        body = generate_latest(metrics_source)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     configz_body = json.dumps({"componentconfig": jsonable(config)}, indent=2, sort_keys=True)
@@ -170,6 +197,8 @@ async def run(
     """Run the scheduler until `stop` is set (or SIGTERM/SIGINT); returns the process exit code.
 
     0 after a requested stop; 1 when a background task died or the API server could not be reached at all.
+    `observer` defaults to a SchedulerMetrics on a fresh registry; /metrics serves that registry (or a fresh
+    one holding only the state gauges and process metrics when another kind of Observer is given).
     """
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -179,7 +208,10 @@ async def run(
         burst=config.client_connection.burst,
     )
     writer = ClusterWriter(client)
-    scheduler = build_scheduler(writer, config, observer=observer)
+    metrics = observer if isinstance(observer, SchedulerMetrics) else SchedulerMetrics(CollectorRegistry())
+    client.request_observer = metrics.rest_request
+    scheduler = build_scheduler(writer, config, observer=observer or metrics)
+    registry = metrics_registry(scheduler, metrics)
     watcher = ClusterWatcher(scheduler, client, writer, resync_period=resync_period)
     health = Health(scheduler, watcher, watch_stale=2 * resync_period + 60.0)
 
@@ -196,7 +228,7 @@ async def run(
             "writes_queued": writer.queued(),
         }
 
-    runner = web.AppRunner(build_app(health, config, stats), access_log=None)
+    runner = web.AppRunner(build_app(health, config, stats, registry), access_log=None)
     await runner.setup()
     tasks: dict[asyncio.Task[Any], str] = {}
     kopf_stop = asyncio.Event()
@@ -214,6 +246,7 @@ async def run(
             if stop.is_set():
                 return
             health.scheduling_started = True
+            metrics.leader.set(1)
             log.info("starting to schedule", extra={"profiles": sorted(scheduler.profiles)})
             await scheduler.run(stop)
 
@@ -258,6 +291,7 @@ async def run(
             # Still waiting for caches (e.g. a refused LIST) or leadership: no bind to drain, nothing to wait for.
             scheduling_task.cancel()
             await asyncio.gather(scheduling_task, return_exceptions=True)
+        metrics.leader.set(0)
         await _shutdown(scheduler, scheduling_task, writer, tasks, kopf_stop, kopf_task)
         with contextlib.suppress(Exception):
             await runner.cleanup()

@@ -1,0 +1,292 @@
+"""A real Prometheus (Debian's `prometheus` package) scrapes pyscheduler while it schedules a workload.
+
+Then every PromQL expression of the Grafana dashboard (helm/pyscheduler/dashboards/pyscheduler.json, Grafana
+variables replaced by concrete values) and of the PrometheusRule the chart renders must parse (status
+"success") and return data. An alert expression that is not firing returns nothing by design: for those the
+expression must still parse and every series selector in it must return data, so a typo in a metric or label
+name cannot hide behind a quiet alert.
+
+Prometheus runs as a plain subprocess on loopback (never as a system service), with its TSDB in tmp_path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from kubernetes_asyncio.client import ApiClient
+
+from tests.cluster.harness import REPO_ROOT, ManagedProcess, default_bin_dir, free_port
+from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.kube import wait_for, wait_for_pod_bound
+from tests.e2e.test_scheduling import PySchedulerProcess, pyscheduler, wait_for_event  # noqa: F401
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+
+DASHBOARD = REPO_ROOT / "helm" / "pyscheduler" / "dashboards" / "pyscheduler.json"
+CHART = REPO_ROOT / "helm" / "pyscheduler"
+RELEASE = "pyscheduler"
+RELEASE_NAMESPACE = "kube-system"
+# The alerts' default selector is job="<full name>",namespace="<release namespace>" (a ServiceMonitor's labels):
+# the scrape config below gives pyscheduler's target exactly these labels.
+JOB = RELEASE
+ALERT_SELECTOR = f'job="{JOB}",namespace="{RELEASE_NAMESPACE}"'
+SCRAPE_INTERVAL = "1s"
+# Grafana variables, as Grafana would expand them for this job. $__rate_interval is wide enough to cover the
+# whole test, so rates see the workload however long the control plane takes.
+GRAFANA_VARIABLES = {
+    "$__rate_interval": "5m",
+    "$__interval": "5s",
+    "$__range": "5m",
+    "$job": JOB,
+}
+
+# Queries that may legitimately return no data during this test, with the reason. Empty today: every panel
+# has data (the drift counter is initialised at 0 per kind; pyscheduler_leader is 1 once this instance
+# schedules, with or without leader election).
+ALLOWED_EMPTY: dict[str, str] = {}
+
+SELECTOR = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^{}]*)\}")
+
+
+def prometheus_binary() -> str:
+    found = shutil.which("prometheus")
+    if found is None:
+        pytest.fail("no prometheus binary: install Debian's package (apt-get install prometheus; .ci/run does)")
+    return found
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    """(panel title, expression with Grafana variables replaced) for every panel target."""
+    board = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    out: list[tuple[str, str]] = []
+
+    def walk(panels: list[dict[str, Any]]) -> None:
+        for panel in panels:
+            walk(panel.get("panels", []))
+            for target in panel.get("targets", []):
+                expr = str(target["expr"])
+                for name, value in sorted(GRAFANA_VARIABLES.items(), key=lambda kv: -len(kv[0])):
+                    expr = expr.replace(name, value).replace("${" + name[1:] + "}", value)
+                assert "$" not in expr, f"unexpanded Grafana variable in {panel.get('title')!r}: {expr}"
+                out.append((str(panel.get("title")), expr))
+
+    walk(board["panels"])
+    assert out
+    return out
+
+
+def dashboard_variable_metrics() -> list[tuple[str, str]]:
+    """(metric, label) of every `label_values(metric, label)` variable."""
+    board = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    out = []
+    for variable in board["templating"]["list"]:
+        if variable["type"] == "query":
+            m = re.fullmatch(r"label_values\((\w+),\s*(\w+)\)", variable["definition"])
+            assert m, variable["definition"]
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def alert_rules() -> list[dict[str, Any]]:
+    helm = default_bin_dir() / "helm"
+    if not helm.is_file():
+        pytest.fail(f"no helm at {helm}; build it with: bash tests/cluster/build.sh")
+    rendered = subprocess.run(
+        [
+            str(helm),
+            "template",
+            RELEASE,
+            str(CHART),
+            "--namespace",
+            RELEASE_NAMESPACE,
+            "--set",
+            "prometheusRule.enabled=true",
+            "--show-only",
+            "templates/prometheusrule.yaml",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    doc = yaml.safe_load(rendered)
+    rules = [r for group in doc["spec"]["groups"] for r in group["rules"]]
+    assert rules
+    for rule in rules:
+        assert ALERT_SELECTOR in rule["expr"], rule
+    return rules
+
+
+class Prometheus:
+    def __init__(self, process: ManagedProcess, port: int) -> None:
+        self.process = process
+        self.url = f"http://127.0.0.1:{port}"
+
+    async def get(self, path: str, params: dict[str, str] | list[tuple[str, str]]) -> dict[str, Any]:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+            session.get(self.url + path, params=params) as resp,
+        ):
+            body: dict[str, Any] = await resp.json(content_type=None)
+            return body
+
+    async def query(self, expr: str) -> dict[str, Any]:
+        return await self.get("/api/v1/query", {"query": expr})
+
+
+@pytest.fixture
+def prometheus_config(tmp_path: Path, pyscheduler: PySchedulerProcess) -> Iterator[Path]:  # noqa: F811
+    config = {
+        "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
+        "scrape_configs": [
+            {
+                "job_name": JOB,
+                "scrape_interval": SCRAPE_INTERVAL,
+                "scrape_timeout": SCRAPE_INTERVAL,
+                "metrics_path": "/metrics",
+                "static_configs": [
+                    {"targets": [f"127.0.0.1:{pyscheduler.port}"], "labels": {"namespace": RELEASE_NAMESPACE}}
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "prometheus.yml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    yield path
+
+
+@pytest.fixture
+async def prometheus(tmp_path: Path, prometheus_config: Path) -> AsyncIterator[Prometheus]:
+    port = free_port()
+    argv = [
+        prometheus_binary(),
+        f"--config.file={prometheus_config}",
+        f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--storage.tsdb.retention.time=1h",
+        "--log.level=warn",
+    ]
+    process = ManagedProcess("prometheus", argv, tmp_path / "prometheus.log", env=dict(os.environ)).start()
+    prom = Prometheus(process, port)
+
+    async def ready() -> bool:
+        if not process.running():
+            raise AssertionError(f"prometheus exited with {process.poll()}:\n{process.tail(40)}")
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session,
+                session.get(f"{prom.url}/-/ready") as resp,
+            ):
+                return resp.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+
+    try:
+        await wait_for(ready, what="prometheus /-/ready", within=30)
+
+        async def scraped() -> bool:
+            body = await prom.query(f"up{{{ALERT_SELECTOR}}} == 1")
+            return bool(body.get("data", {}).get("result"))
+
+        await wait_for(scraped, what="a successful scrape of pyscheduler", within=30)
+        yield prom
+    finally:
+        process.stop()
+
+
+def has_data(body: dict[str, Any]) -> bool:
+    """A non-empty result with at least one number that is not NaN (an all-NaN quantile is no data)."""
+    data = body.get("data") or {}
+    result = data.get("result") or []
+    if data.get("resultType") == "scalar":
+        return not math.isnan(float(result[1]))
+    for series in result:
+        values = [series["value"]] if "value" in series else series.get("values", [])
+        if any(not math.isnan(float(v[1])) for v in values):
+            return True
+    return False
+
+
+async def test_dashboard_and_alert_queries_return_data(
+    prometheus: Prometheus,
+    pyscheduler: PySchedulerProcess,  # noqa: F811
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+) -> None:
+    # The workload starts after the first scrape, in two waves: rate() cannot see a labelled series' first
+    # observation (the child appears with its value already counted), so wave 1 creates the series (as a
+    # scheduler that has run for a while has them) and wave 2 makes every rate and quantile move.
+    await create_node(f"{namespace}-a", cpu="4")
+    await create_node(f"{namespace}-b", cpu="4")
+
+    async def wave(index: int, small: int) -> None:
+        names = [f"web-{index}-{i}" for i in range(small)]
+        for name in names:
+            await create_pod(name, requests={"cpu": "100m"})
+        await create_pod(f"too-big-{index}", requests={"cpu": "64"})
+        for name in names:
+            await wait_for_pod_bound(api_client, namespace, name)
+        await wait_for_event(api_client, namespace, f"too-big-{index}", "FailedScheduling")
+        total = 3 * index
+
+        async def scraped() -> bool:
+            # Prometheus has the wave's results: its pods bound and its big pod in the unschedulable queue.
+            bound = await prometheus.query(
+                f'sum(scheduler_schedule_attempts_total{{{ALERT_SELECTOR},result="scheduled"}}) >= {total}'
+            )
+            stuck = await prometheus.query(
+                f'scheduler_pending_pods{{{ALERT_SELECTOR},queue="unschedulable"}} >= {index}'
+            )
+            return has_data(bound) and has_data(stuck)
+
+        await wait_for(scraped, what=f"prometheus to scrape wave {index}", within=30)
+        await asyncio.sleep(3)  # a few more scrapes
+
+    await wave(1, 3)
+    await wave(2, 3)
+
+    failures: list[str] = []
+
+    for title, expr in dashboard_queries():
+        body = await prometheus.query(expr)
+        if body.get("status") != "success":
+            failures.append(f"dashboard {title!r}: {expr}: {body.get('errorType')}: {body.get('error')}")
+        elif not has_data(body) and expr not in ALLOWED_EMPTY:
+            failures.append(f"dashboard {title!r}: no data: {expr}")
+
+    for metric, label in dashboard_variable_metrics():
+        body = await prometheus.get(f"/api/v1/label/{label}/values", [("match[]", metric)])
+        if JOB not in (body.get("data") or []):
+            failures.append(f"dashboard variable label_values({metric}, {label}): {body}")
+
+    for rule in alert_rules():
+        expr = str(rule["expr"])
+        body = await prometheus.query(expr)
+        if body.get("status") != "success":
+            failures.append(f"alert {rule['alert']}: {expr}: {body.get('errorType')}: {body.get('error')}")
+            continue
+        if has_data(body):
+            continue  # firing (or would after its `for`), e.g. PodsPendingTooLong with the stuck pod
+        # Not firing: every series it reads must exist, or the alert could never fire.
+        selectors = SELECTOR.findall(expr)
+        assert selectors, f"alert {rule['alert']} has no series selector: {expr}"
+        for name, matchers in selectors:
+            selector = f"{name}{{{matchers}}}"
+            if not has_data(await prometheus.query(selector)):
+                failures.append(f"alert {rule['alert']}: {selector} has no data (expr: {expr})")
+
+    assert not failures, "queries that fail or return no data:\n" + "\n".join(failures)
