@@ -77,6 +77,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    from scheduler.adapters.cluster.explain_cli import explain_command
+
+    return explain_command(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pyscheduler",
@@ -92,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resync-period", type=float, default=300.0, help="seconds between cache re-LISTs")
     run.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity (klog-style 0-10)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
+    run.add_argument(
+        "--enable-debug-handlers",
+        action="store_true",
+        help="serve /debug/flags/v (PUT to change -v at runtime), /debug/cache, /debug/cache/compare and "
+        "/debug/explain/NS/NAME on --port (off by default: they expose cluster state)",
+    )
     run.set_defaults(func=cmd_run)
 
     sim = sub.add_parser("simulate", help="replay a cluster dump offline and show where every pod goes")
@@ -101,6 +113,20 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=0, help="seed for breaking ties between equally good nodes")
     sim.add_argument("--explain", metavar="NS/NAME", default=None, help="explain one pod node by node")
     sim.set_defaults(func=cmd_simulate)
+
+    exp = sub.add_parser("explain", help="explain node by node why a live pod is where it is or is Pending")
+    exp.add_argument("pod", metavar="NS/NAME", help="the pod (a bare NAME is in namespace default)")
+    exp.add_argument("--kubeconfig", default=None, help="kubeconfig path (in-cluster config when omitted)")
+    exp.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="ask a running pyscheduler (started with --enable-debug-handlers), e.g. http://127.0.0.1:10259; "
+        "without it, LIST the cluster and explain locally",
+    )
+    exp.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (without --server)")
+    exp.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    exp.set_defaults(func=cmd_explain)
     return parser
 
 

@@ -38,6 +38,7 @@ from scheduler.framework.observer import Observer
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, error_status
 from scheduler.framework.types import NodeRecord, ParseError, PodInfo, parse_node, parse_pod
+from scheduler.logging_setup import V2
 
 log = logging.getLogger("pyscheduler.scheduler")
 
@@ -261,6 +262,10 @@ class Scheduler:
         self.last_failure[uid] = (REASON_SCHEDULER_ERROR, message)
         self.api.record_failure(stub, REASON_SCHEDULER_ERROR, message)
 
+    def pending_pods(self) -> list[PodInfo]:
+        """The unassigned pods of our profiles this scheduler tracks (queued, in flight or parked)."""
+        return list(self._pending.values())
+
     def resync(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> dict[str, int]:
         """Converge the cache and queue to a fresh LIST (after a watch gap); returns repaired counts."""
         node_records: list[NodeRecord] = []
@@ -352,7 +357,9 @@ class Scheduler:
             self.cache.forget_pod(pod.uid)
             self._failure(fwk, qpi, *self._single_node_failure(status, host), start, cycle)
             return None
-        return self._binding_cycle(fwk, state, qpi, assumed, host, start, cycle)
+        return self._binding_cycle(
+            fwk, state, qpi, assumed, host, start, cycle, result.evaluated_nodes, result.feasible_nodes
+        )
 
     @staticmethod
     def _single_node_failure(status: Status, host: str) -> tuple[Status, Diagnosis | None]:
@@ -372,6 +379,8 @@ class Scheduler:
         host: str,
         start: float,
         cycle: int,
+        evaluated_nodes: int = 0,
+        feasible_nodes: int = 0,
     ) -> None:
         uid = assumed.uid
         status: Status | None
@@ -405,6 +414,17 @@ class Scheduler:
             self.api.record_scheduled(assumed, host)
             fwk.run_post_bind(state, assumed, host)
             self.queue.done(uid)
+            if log.isEnabledFor(V2):
+                log.log(
+                    V2,
+                    "Successfully bound pod to node",
+                    extra={
+                        "pod": assumed.key,
+                        "node": host,
+                        "evaluatedNodes": evaluated_nodes,
+                        "feasibleNodes": feasible_nodes,
+                    },
+                )
             return
         fwk.run_unreserve(state, assumed, host)
         self.cache.forget_pod(uid)

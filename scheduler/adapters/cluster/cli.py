@@ -1,68 +1,26 @@
 """`pyscheduler run`: load the configuration, set up logging, run the cluster adapter until stopped.
 
 Called by `scheduler.cli` (which owns argument parsing); reads kubeconfig, config, port, bind_address,
-resync_period, verbosity and log_format from the parsed args.
+resync_period, verbosity, log_format and enable_debug_handlers from the parsed args.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import logging
 import sys
-from typing import Any
 
 from scheduler.config.errors import ConfigError
 from scheduler.config.types import SchedulerConfiguration
 
 EXIT_USAGE = 2
 
-# LogRecord attributes that are not `extra=` fields.
-_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
-
-
-def _extras(record: logging.LogRecord) -> dict[str, Any]:
-    return {k: v for k, v in vars(record).items() if k not in _STANDARD}
-
-
-class TextFormatter(logging.Formatter):
-    """klog-like text: `I1129 18:50:00.123456 logger] message key=value ...` (structured fields appended)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        base = super().format(record)
-        fields = " ".join(f"{k}={json.dumps(v, default=str)}" for k, v in _extras(record).items())
-        return f"{base} {fields}" if fields else base
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: ts, level, logger, msg and the structured fields."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        doc: dict[str, Any] = {
-            "ts": round(record.created, 6),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        doc.update(_extras(record))
-        if record.exc_info:
-            doc["exc"] = self.formatException(record.exc_info)
-        return json.dumps(doc, default=str)
-
 
 def setup_logging(verbosity: int, log_format: str) -> None:
-    """klog-style verbosity: 0-3 INFO, >= 4 DEBUG; kopf's own chatter only from -v 6."""
-    handler = logging.StreamHandler(sys.stderr)
-    if log_format == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(TextFormatter("%(levelname).1s%(asctime)s %(name)s] %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbosity >= 4 else logging.INFO)
-    logging.getLogger("kopf").setLevel(logging.DEBUG if verbosity >= 6 else logging.WARNING)
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    """klog-style verbosity and text/JSON lines (scheduler.logging_setup); kopf's own chatter only from -v 6."""
+    from scheduler.logging_setup import setup_logging as setup
+
+    setup(verbosity, log_format)
 
 
 def load_config(path: str | None) -> SchedulerConfiguration:
@@ -97,6 +55,7 @@ def run_command(args: argparse.Namespace) -> int:
                 port=int(getattr(args, "port", 10259)),
                 bind_address=str(getattr(args, "bind_address", "0.0.0.0")),
                 resync_period=float(getattr(args, "resync_period", 300.0)),
+                debug_handlers=bool(getattr(args, "enable_debug_handlers", False)),
             )
         )
     except ClientConfigError as exc:
