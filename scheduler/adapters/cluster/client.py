@@ -486,6 +486,9 @@ class ClusterWriter:
         self._conditions: collections.OrderedDict[str, tuple[str, str, str, str]] = collections.OrderedDict()
         self._max_conditions = max_remembered_conditions
         self._closing = False
+        # Leader election's guard (LeaseElector.bind_allowance): called before every bind; raises a BindError
+        # when we must not bind, else returns how long the bind may take before leadership may be lost.
+        self.bind_guard: Callable[[], float] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -535,8 +538,15 @@ class ClusterWriter:
             "metadata": metadata,
             "target": {"kind": "Node", "name": node_name},
         }
+        # Bounded by the guard's allowance (retries included): no bind attempt starts once leadership may be lost.
+        allowance = self.bind_guard() if self.bind_guard is not None else None
         try:
-            await self.client.request("POST", pod_path(pod.namespace, pod.name, "binding"), body=binding)
+            async with asyncio.timeout(allowance):
+                await self.client.request("POST", pod_path(pod.namespace, pod.name, "binding"), body=binding)
+        except TimeoutError as exc:
+            self.stats.bind_errors += 1
+            log.error("binding stopped: leadership may be lost", extra={"pod": pod.key, "node": node_name})
+            raise BindError(f"binding {pod.key} did not finish while this replica surely led") from exc
         except ApiError as exc:
             if exc.status == 409:
                 if await self._bound_to(pod, node_name):

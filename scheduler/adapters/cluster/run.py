@@ -4,6 +4,7 @@ Task layout (all in one event loop):
   writer-N        ClusterWriter workers (events, PodScheduled patches)
   cache-sync      initial LIST ("caches synced"), then periodic resync
   scheduling      waits for caches synced and for leadership, then Scheduler.run
+  leader-election LeaseElector (leaderElection.leaderElect): campaigns, then renews; ends the process if lost
   kopf-operator   kopf's watches (spawned last: kopf cancels tasks created after it started)
 and an aiohttp server for /healthz /livez /readyz /metrics /configz.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import signal
@@ -32,7 +34,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from scheduler.adapters.cluster.client import ClusterWriter, KubeClient
-from scheduler.adapters.cluster.debug import DebugHandlers, pod_getter, signal_comparer
+from scheduler.adapters.cluster.leader import LeaseElector
 from scheduler.adapters.cluster.metrics import SchedulerMetrics, SchedulerStateCollector
 from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, ClusterWatcher
 from scheduler.config.types import SchedulerConfiguration
@@ -48,13 +50,13 @@ SHUTDOWN_WRITE_TIMEOUT = 5.0
 KOPF_STOP_TIMEOUT = 15.0
 
 LeaderGate = Callable[[], Awaitable[None]]
-"""Awaited before scheduling starts; returns once this instance leads. Leader election is a later task:
-the default returns at once. When it exists, losing the lease must end the process (exit non-zero), as
-kube-scheduler does, rather than try to stop scheduling in place."""
+"""Awaited before scheduling starts; returns once this instance leads. With leaderElection.leaderElect (and
+no gate passed in) it is LeaseElector.wait_leading; watches and cache run before, so a standby is warm.
+Losing the lease ends the process (exit non-zero), as kube-scheduler does, rather than stop in place."""
 
 
 async def always_leader() -> None:
-    """The LeaderGate used until leader election is implemented."""
+    """The LeaderGate without leader election (leaderElect: false, a single replica)."""
 
 
 def jsonable(value: Any) -> Any:
@@ -194,7 +196,6 @@ async def run(
     leader_gate: LeaderGate = always_leader,
     observer: Observer | None = None,
     install_signal_handlers: bool = True,
-    debug_handlers: bool = False,
 ) -> int:
     """Run the scheduler until `stop` is set (or SIGTERM/SIGINT); returns the process exit code.
 
@@ -210,6 +211,11 @@ async def run(
         burst=config.client_connection.burst,
     )
     writer = ClusterWriter(client)
+    elector: LeaseElector | None = None
+    if config.leader_election.leader_elect and leader_gate is always_leader:
+        elector = LeaseElector.for_cluster(client, config.leader_election)
+        writer.bind_guard = elector.bind_allowance  # no bind is sent once leadership may be lost
+        leader_gate = functools.partial(elector.wait_leading, stop)
     metrics = observer if isinstance(observer, SchedulerMetrics) else SchedulerMetrics(CollectorRegistry())
     client.request_observer = metrics.rest_request
     scheduler = build_scheduler(writer, config, observer=observer or metrics)
@@ -228,12 +234,10 @@ async def run(
             "bound": scheduler.bound_count,
             "attempts": scheduler.attempts,
             "writes_queued": writer.queued(),
+            "leader_election": elector.describe() if elector is not None else None,
         }
 
-    app = build_app(health, config, stats, registry)
-    if debug_handlers:  # --enable-debug-handlers: /debug/flags/v, /debug/cache[/compare], /debug/explain
-        DebugHandlers(scheduler, watcher.list_cluster, pod_getter(client)).register(app)
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(build_app(health, config, stats, registry), access_log=None)
     await runner.setup()
     tasks: dict[asyncio.Task[Any], str] = {}
     kopf_stop = asyncio.Event()
@@ -263,6 +267,9 @@ async def run(
         tasks[scheduling_task] = "scheduling"
         watchdog_task = loop.create_task(watcher.watchdog(stop), name="watch-watchdog")
         tasks[watchdog_task] = "watch-watchdog"
+        if elector is not None:
+            elector_task = loop.create_task(elector.run(stop), name="leader-election")
+            tasks[elector_task] = "leader-election"
         # Last: kopf treats every task created after this point as its own (see ClusterWatcher.start_kopf).
         kopf_task = await watcher.start_kopf(kopf_stop)
         health.kopf_task = kopf_task
@@ -271,10 +278,6 @@ async def run(
             for sig in (signal.SIGTERM, signal.SIGINT):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.add_signal_handler(sig, _on_signal, stop, sig)
-            # SIGUSR2 (kube-scheduler's cache debugger signal): log the cache compared with a fresh LIST.
-            # Installed here with the others, after kopf replaced the loop's handlers, and removed with them.
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(signal.SIGUSR2, signal_comparer(scheduler, watcher.list_cluster))
 
         stop_waiter = loop.create_task(stop.wait(), name="stop-waiter")
         try:
@@ -301,12 +304,13 @@ async def run(
             scheduling_task.cancel()
             await asyncio.gather(scheduling_task, return_exceptions=True)
         metrics.leader.set(0)
-        await _shutdown(scheduler, scheduling_task, writer, tasks, kopf_stop, kopf_task)
+        release = elector.release if elector is not None else None
+        await _shutdown(scheduler, scheduling_task, writer, tasks, kopf_stop, kopf_task, release)
         with contextlib.suppress(Exception):
             await runner.cleanup()
         await client.close()
         if install_signal_handlers:
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2):
+            for sig in (signal.SIGTERM, signal.SIGINT):
                 with contextlib.suppress(Exception):
                     loop.remove_signal_handler(sig)
     log.info(
@@ -331,8 +335,13 @@ async def _shutdown(
     tasks: dict[asyncio.Task[Any], str],
     kopf_stop: asyncio.Event,
     kopf_task: asyncio.Task[None] | None,
+    release: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Stop in dependency order: scheduling (drain binds), writes, periodic sync, then kopf."""
+    """Stop in dependency order: scheduling (drain binds), lease release, writes, periodic sync, then kopf.
+
+    The lease is released right after the last bind (not after the slower flush and kopf stop), so a
+    rolling update hands over at once without two replicas ever binding together.
+    """
     if scheduling_task is not None and not scheduling_task.done():
         try:
             async with asyncio.timeout(SHUTDOWN_BIND_TIMEOUT):
@@ -345,6 +354,8 @@ async def _shutdown(
     with contextlib.suppress(Exception):
         async with asyncio.timeout(SHUTDOWN_BIND_TIMEOUT):
             await scheduler.drain()
+    if release is not None:
+        await release()
     await writer.close(SHUTDOWN_WRITE_TIMEOUT)
     others = [t for t, name in tasks.items() if name != "kopf-operator" and not t.done()]
     for task in others:
