@@ -34,6 +34,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from scheduler.adapters.cluster.client import ClusterWriter, KubeClient
+from scheduler.adapters.cluster.debug import DebugHandlers, pod_getter, signal_comparer
 from scheduler.adapters.cluster.leader import LeaseElector
 from scheduler.adapters.cluster.metrics import SchedulerMetrics, SchedulerStateCollector
 from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, ClusterWatcher
@@ -196,6 +197,7 @@ async def run(
     leader_gate: LeaderGate = always_leader,
     observer: Observer | None = None,
     install_signal_handlers: bool = True,
+    debug_handlers: bool = False,
 ) -> int:
     """Run the scheduler until `stop` is set (or SIGTERM/SIGINT); returns the process exit code.
 
@@ -237,7 +239,10 @@ async def run(
             "leader_election": elector.describe() if elector is not None else None,
         }
 
-    runner = web.AppRunner(build_app(health, config, stats, registry), access_log=None)
+    app = build_app(health, config, stats, registry)
+    if debug_handlers:  # --enable-debug-handlers: /debug/flags/v, /debug/cache[/compare], /debug/explain
+        DebugHandlers(scheduler, watcher.list_cluster, pod_getter(client)).register(app)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     tasks: dict[asyncio.Task[Any], str] = {}
     kopf_stop = asyncio.Event()
@@ -278,6 +283,10 @@ async def run(
             for sig in (signal.SIGTERM, signal.SIGINT):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.add_signal_handler(sig, _on_signal, stop, sig)
+            # SIGUSR2 (kube-scheduler's cache debugger signal): log the cache compared with a fresh LIST.
+            # Installed here with the others, after kopf replaced the loop's handlers, and removed with them.
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signal.SIGUSR2, signal_comparer(scheduler, watcher.list_cluster))
 
         stop_waiter = loop.create_task(stop.wait(), name="stop-waiter")
         try:
@@ -310,7 +319,7 @@ async def run(
             await runner.cleanup()
         await client.close()
         if install_signal_handlers:
-            for sig in (signal.SIGTERM, signal.SIGINT):
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2):
                 with contextlib.suppress(Exception):
                     loop.remove_signal_handler(sig)
     log.info(
