@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from kubernetes_asyncio.client import ApiClient
@@ -235,3 +236,18 @@ def pod_manifest(
     if labels:
         metadata["labels"] = dict(labels)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+
+
+def single_replica_config(directory: Path) -> Path:
+    """A KubeSchedulerConfiguration for one replica: leader election off, as the chart renders it.
+
+    Test processes must not wait for a Lease that a previous, killed test process may still hold.
+    """
+    path = directory / "pyscheduler-single-replica.yaml"
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "leaderElection:\n"
+        "  leaderElect: false\n"
+    )
+    return path

@@ -18,7 +18,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
 from tests.e2e.conftest import NodeFactory, PodFactory
-from tests.e2e.kube import wait_for, wait_for_pod_bound
+from tests.e2e.kube import single_replica_config, wait_for, wait_for_pod_bound
 from tests.e2e.test_scheduling import PySchedulerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -48,6 +48,7 @@ async def start_pyscheduler(control_plane: ControlPlane, kubeconfig: Path, tmp_p
     async def start(*extra: str, log_format: str = "text") -> PySchedulerProcess:
         port = free_port()
         argv = [sys.executable, "-m", "scheduler", "run", "--kubeconfig", str(kubeconfig), "--port", str(port)]
+        argv += ["--config", str(single_replica_config(tmp_path))]
         argv += ["--bind-address", "127.0.0.1", "-v", "2", "--log-format", log_format, *extra]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
         log_path = tmp_path / f"pyscheduler-{len(started)}.log"

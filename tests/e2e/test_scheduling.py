@@ -29,7 +29,15 @@ from scheduler.adapters.cluster.watch import ClusterWatcher
 from scheduler.core.profile import build_scheduler, default_config
 from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
 from tests.e2e.conftest import NodeFactory, PodFactory
-from tests.e2e.kube import JSON, get_pod, request_json, status_condition, wait_for, wait_for_pod_bound
+from tests.e2e.kube import (
+    JSON,
+    get_pod,
+    request_json,
+    single_replica_config,
+    status_condition,
+    wait_for,
+    wait_for_pod_bound,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -65,11 +73,14 @@ async def pyscheduler(
 ) -> AsyncIterator[PySchedulerProcess]:
     """pyscheduler as a subprocess, ready (caches synced); SIGTERM afterwards must end it with code 0."""
     port = free_port()
+    config = single_replica_config(tmp_path)
     argv = [
         sys.executable,
         "-m",
         "scheduler",
         "run",
+        "--config",
+        str(config),
         "--kubeconfig",
         str(kubeconfig),
         "--port",

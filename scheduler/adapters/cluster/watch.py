@@ -80,6 +80,23 @@ def _node_key(obj: JSON) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
+class _NoDiffBase(kopf.DiffBaseStorage):
+    """No diff base: we only have @kopf.on.event handlers, which never look at diffs.
+
+    kopf otherwise deep-copies every object into an "essence" and diffs it against the previous one on every
+    event, whatever the handlers are: 6.4 of 20 s CPU per 1100 scheduled pods measured end to end.
+    """
+
+    def build(self, *, body: Any, extra_fields: Any = None) -> Any:
+        return None
+
+    def fetch(self, *, body: Any) -> Any:
+        return None
+
+    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
+        return None
+
+
 def kopf_settings(
     *,
     server_timeout: int = 300,
@@ -94,6 +111,7 @@ def kopf_settings(
     settings.peering.standalone = True
     settings.peering.clusterwide = True
     settings.process.ultimate_exiting_timeout = None  # embedded: kopf must never SIGKILL our thread
+    settings.persistence.diffbase_storage = _NoDiffBase()
     settings.scanning.disabled = True  # nodes/pods are built in; no CRD/namespace list-watch RBAC needed
     # The key must be ('v1', 'pods'): the documented 'v1/pods' silently matches nothing in kopf 1.45.2.
     settings.watching.field_selectors["v1", "pods"] = POD_FIELD_SELECTOR
