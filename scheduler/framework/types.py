@@ -537,8 +537,11 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
 MEMO_LIMIT: Final = 64  # entries of NodeInfo.memo kept before it is emptied
 
 
-def memo_lookup(nodes: Iterable[NodeInfo], key: Any) -> list[Any]:
-    """Each node's memoized value for key (None where absent); a list comprehension is the fastest way."""
+def memo_lookup(nodes: Iterable[NodeInfo], key: str) -> list[Any]:
+    """Each node's memoized value for key (None where absent); a list comprehension is the fastest way.
+
+    Keys are strings because a str caches its hash: a tuple key would be re-hashed on every node's lookup.
+    """
     return [n.memo.get(key) for n in nodes]
 
 

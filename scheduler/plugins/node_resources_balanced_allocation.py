@@ -160,7 +160,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         pm = plan[1].pod_request if plan[1] is not None else 0
         # A node's score depends only on its allocatable and requested amounts and on (pc, pm): memoized on
         # the NodeInfo (cleared whenever its pods change; a changed node is a fresh clone in the snapshot).
-        key = (NAME, pc, pm)
+        key = repr((NAME, pc, pm))
         out: list[int] = memo_lookup(nodes, key)
         if None not in out:
             return out

@@ -650,7 +650,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return out
         cpu, mem, eph, scalars = req.milli_cpu, req.memory, req.ephemeral_storage, req.scalars
         # Passing nodes are memoized per NodeInfo (the verdict depends on its pods, amounts and this key).
-        key = (_FILTER_MEMO, cpu, mem, eph, scalars)
+        key = repr((_FILTER_MEMO, cpu, mem, eph, scalars))
         passed = memo_lookup(nodes, key)
         if None not in passed:
             return [None] * len(nodes)
@@ -757,7 +757,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if weight_sum <= 0:  # only reachable with hand-built Args; parse_args enforces weights in (0, 100]
             return [general(plan, n) for n in nodes]
         # Memoized per NodeInfo like BalancedAllocation: inputs are the node's amounts and this key.
-        key = (NAME, self._strategy, pc, wc, pm, wm)
+        key = repr((NAME, self._strategy, pc, wc, pm, wm))
         out: list[int] = memo_lookup(nodes, key)
         if None not in out:
             return out
