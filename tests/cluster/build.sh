@@ -175,5 +175,7 @@ mkdir -p "$out"
 build_k8s
 if ((helm)); then build_helm; fi
 "$out/kube-apiserver" --version >&2
-"$out/etcd" --version | head -n 1 >&2
+# Not `| head -n 1`: with pipefail, etcd's SIGPIPE would fail the script.
+etcd_version=$("$out/etcd" --version)
+echo "${etcd_version%%$'\n'*}" >&2
 if ((helm)); then "$out/helm" version --short >&2; fi
