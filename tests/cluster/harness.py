@@ -217,12 +217,12 @@ class ManagedProcess:
         return log_tail(self.log_path, lines)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM to the process group, SIGKILL after ``timeout`` seconds. Idempotent."""
-        with _registry_lock:
-            popen, self._popen = self._popen, None
-            _live_processes.pop(id(self), None)
+        """SIGTERM to the process group, SIGKILL after ``timeout`` seconds.
+
+        Idempotent, and re-entrant: a signal handler may call it while it is already running.
+        """
+        popen = self._popen
         if popen is not None:
-            # The whole group: the leader may be gone while something it started is still there.
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(popen.pid, sig)
@@ -231,13 +231,15 @@ class ManagedProcess:
                     break
                 except subprocess.TimeoutExpired:
                     continue
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                popen.wait(timeout=timeout)
+            # The whole group: the leader may be gone while something it started is still there.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(popen.pid, signal.SIGKILL)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        with _registry_lock:
+            self._popen = None
+            _live_processes.pop(id(self), None)
+            log, self._log = self._log, None
+        if log is not None:
+            log.close()
 
     def __repr__(self) -> str:
         return f"ManagedProcess({self.name!r}, pid={self.pid}, log={str(self.log_path)!r})"
@@ -360,13 +362,16 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        """Stops every process (newest first) and removes the work directory unless asked to keep it."""
-        with _registry_lock:
-            _live_planes.pop(id(self), None)
+        """Stops every process (newest first) and removes the work directory unless asked to keep it.
+
+        Re-entrant: the SIGTERM handler calls it again if the signal arrives while it runs.
+        """
         self._stop_processes()
         if self._owns_work_dir and not self.config.keep_work_dir and self._work_dir is not None:
             shutil.rmtree(self._work_dir, ignore_errors=True)
             self._owns_work_dir = False
+        with _registry_lock:
+            _live_planes.pop(id(self), None)
 
     def __enter__(self) -> ControlPlane:
         return self.start()
@@ -435,9 +440,10 @@ class ControlPlane:
 
     def stop_process(self, name: str) -> None:
         """Stops one component (e.g. "kube-scheduler"); a no-op if it is not running."""
-        process = self.processes.pop(name, None)
+        process = self.processes.get(name)
         if process is not None:
             process.stop()
+            self.processes.pop(name, None)
 
     def describe(self) -> str:
         lines = [

@@ -100,3 +100,30 @@ def test_cli_up_stops_everything_on_sigterm() -> None:
         if cli.poll() is None:
             os.kill(cli.pid, signal.SIGKILL)
             cli.wait()
+
+
+SIGTERM_DURING_STOP = """
+import os, signal, threading
+from tests.cluster.harness import ControlPlane
+plane = ControlPlane().start()
+print(plane.work_dir, flush=True)
+threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+plane.stop()
+threading.Event().wait(30)
+"""
+
+
+def test_sigterm_while_stopping_still_cleans_up() -> None:
+    """A SIGTERM that interrupts stop() ends the process only after every child and the work dir are gone."""
+    script = subprocess.run(
+        [sys.executable, "-c", SIGTERM_DURING_STOP],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+    assert script.returncode == -signal.SIGTERM, script.stdout + script.stderr
+    work_dir = script.stdout.splitlines()[0]
+    assert processes_mentioning(work_dir) == []
+    assert not Path(work_dir).exists()
