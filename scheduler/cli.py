@@ -13,10 +13,15 @@ from scheduler.config.types import SchedulerConfiguration
 EXIT_USAGE = 2
 
 
-def _load_config(path: str | None) -> SchedulerConfiguration:
-    from scheduler.core.profile import default_config, load_file
+def load_config_or_report(path: str | None) -> SchedulerConfiguration | None:
+    """The configuration --config names; None after printing `error: <field>: <problem>` when it is invalid."""
+    from scheduler.core.profile import config_from_path
 
-    return load_file(path) if path else default_config()
+    try:
+        return config_from_path(path)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
 
 
 def _split_pod_ref(ref: str) -> tuple[str, str]:
@@ -30,10 +35,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from scheduler.core.explain import render_text
     from scheduler.simulate import InputError, load_documents, render_table, simulate
 
-    try:
-        config = _load_config(args.config)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    config = load_config_or_report(args.config)
+    if config is None:
         return EXIT_USAGE
     try:
         if args.cluster == "-":

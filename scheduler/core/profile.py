@@ -27,6 +27,11 @@ def load_file(path: str) -> SchedulerConfiguration:
     return load_config_file(path, REGISTRY.keys(), parse_plugin_args, implements=implements)
 
 
+def config_from_path(path: str | None) -> SchedulerConfiguration:
+    """What `--config` names (fully validated), or the default configuration when it names nothing."""
+    return load_file(path) if path else default_config()
+
+
 def build_framework(profile: Profile, handle: Handle, observer: Observer | None = None) -> Framework:
     """Instantiate the profile's plugins once each and wire them to their extension points in order."""
     points: dict[str, list[str]] = {}

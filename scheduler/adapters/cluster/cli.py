@@ -10,9 +10,6 @@ import argparse
 import asyncio
 import sys
 
-from scheduler.config.errors import ConfigError
-from scheduler.config.types import SchedulerConfiguration
-
 EXIT_USAGE = 2
 
 
@@ -23,21 +20,12 @@ def setup_logging(verbosity: int, log_format: str) -> None:
     setup(verbosity, log_format)
 
 
-def load_config(path: str | None) -> SchedulerConfiguration:
-    from scheduler.core.profile import default_config, load_file
-
-    return load_file(path) if path else default_config()
-
-
 def run_command(args: argparse.Namespace) -> int:
     """Load --config (exit 2 with `error: ...` when invalid), then run until SIGTERM/SIGINT."""
-    try:
-        config = load_config(getattr(args, "config", None))
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        print(f"error: {getattr(args, 'config', '')}: {exc.strerror or exc}", file=sys.stderr)
+    from scheduler.cli import load_config_or_report
+
+    config = load_config_or_report(getattr(args, "config", None))
+    if config is None:
         return EXIT_USAGE
     verbosity = getattr(args, "verbosity", None)
     if verbosity is None:

@@ -21,10 +21,9 @@ from scheduler.adapters.cluster.client import ApiError, ClientConfigError, KubeC
 from scheduler.adapters.cluster.debug import pod_getter
 from scheduler.adapters.cluster.watch import LIST_PAGE_SIZE, NODES_PATH, POD_FIELD_SELECTOR, PODS_PATH
 from scheduler.adapters.memory import MemoryCluster
-from scheduler.config.errors import ConfigError
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.explain import Explanation, explain_pod, render_text
-from scheduler.core.profile import build_scheduler, default_config, load_file
+from scheduler.core.profile import build_scheduler
 from scheduler.framework.types import ParseError, parse_pod
 
 EXIT_USAGE = 2
@@ -120,13 +119,10 @@ async def explain_async(args: argparse.Namespace, config: SchedulerConfiguration
 
 def explain_command(args: argparse.Namespace) -> int:
     """Print the explanation; exit 2 on a bad --config, 1 when the pod or the cluster cannot be read."""
-    try:
-        config = load_file(args.config) if args.config else default_config()
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        print(f"error: {args.config}: {exc.strerror or exc}", file=sys.stderr)
+    from scheduler.cli import load_config_or_report
+
+    config = load_config_or_report(args.config)
+    if config is None:
         return EXIT_USAGE
     try:
         text = asyncio.run(explain_async(args, config))
