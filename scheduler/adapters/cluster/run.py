@@ -3,9 +3,10 @@
 Task layout (all in one event loop):
   writer-N        ClusterWriter workers (events, PodScheduled patches)
   cache-sync      initial LIST ("caches synced"), then periodic resync
+  pod-watch       PodWatch: the pods WATCH from the initial LIST's resourceVersion (relists on 410)
   scheduling      waits for caches synced and for leadership, then Scheduler.run
   leader-election LeaseElector (leaderElection.leaderElect): campaigns, then renews; ends the process if lost
-  kopf-operator   kopf's watches (spawned last: kopf cancels tasks created after it started)
+  kopf-operator   kopf's node watch (spawned last: kopf cancels tasks created after it started)
 and an aiohttp server for /healthz /livez /readyz /metrics /configz.
 
 Every task is supervised: if one ends while we are not stopping, the process logs it and exits non-zero so
@@ -37,6 +38,7 @@ from scheduler.adapters.cluster.client import ClusterWriter, KubeClient
 from scheduler.adapters.cluster.debug import DebugHandlers, pod_getter, signal_comparer
 from scheduler.adapters.cluster.leader import LeaseElector
 from scheduler.adapters.cluster.metrics import SchedulerMetrics, SchedulerStateCollector
+from scheduler.adapters.cluster.pod_watch import PodWatch
 from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, ClusterWatcher
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.profile import build_scheduler
@@ -272,6 +274,8 @@ async def run(
         tasks[scheduling_task] = "scheduling"
         watchdog_task = loop.create_task(watcher.watchdog(stop), name="watch-watchdog")
         tasks[watchdog_task] = "watch-watchdog"
+        pod_watch_task = loop.create_task(PodWatch(watcher).run(stop), name="pod-watch")
+        tasks[pod_watch_task] = "pod-watch"
         if elector is not None:
             elector_task = loop.create_task(elector.run(stop), name="leader-election")
             tasks[elector_task] = "leader-election"

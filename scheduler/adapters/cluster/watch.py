@@ -1,8 +1,9 @@
 """Keeping the scheduler's cache in step with the cluster: kopf watches plus periodic LIST reconciliation.
 
 kopf (embedded in our event loop, private registry, standalone, no posting, no CRD scanning) watches all
-nodes and all non-terminal pods (every scheduler's: their requests and host ports occupy nodes) and hands each
-event's raw object straight to `Scheduler.on_node_event` / `on_pod_event`.
+nodes; `PodWatch` (pod_watch.py, a plain streaming WATCH, far cheaper per event than kopf) watches all
+non-terminal pods (every scheduler's: their requests and host ports occupy nodes). Both hand each event's raw
+object to `_dispatch`, hence to `Scheduler.on_node_event` / `on_pod_event`.
 
 kopf re-LISTs after a 410 without emitting DELETED for objects that vanished in the gap, and a watch can
 silently miss events; so `ClusterWatcher` also LISTs nodes and pods itself: once at startup (that LIST is
@@ -41,7 +42,7 @@ LIST_PAGE_SIZE = 500
 FORBIDDEN_ATTEMPTS = 3
 
 Key = tuple[str, str]  # ("nodes", name) or ("pods", uid)
-WATCHED = ("nodes.v1", "pods.v1")  # how kopf names the resources in its watcher task names
+WATCHED = ("nodes.v1",)  # how kopf names the resources in its watcher task names (pods: PodWatch)
 
 
 class WatchDiedError(RuntimeError):
@@ -150,6 +151,7 @@ class ClusterWatcher:
         self.synced = asyncio.Event()
         self.registry = kopf.OperatorRegistry()
         self._recording: dict[Key, tuple[str | None, JSON]] | None = None
+        self.pods_resource_version = ""  # of the latest pods LIST: where PodWatch starts (or resumes after 410)
         self._register()
 
     # ------------------------------------------------------------------ kopf
@@ -167,9 +169,7 @@ class ClusterWatcher:
         async def on_node(type: str, event: kopf.RawEvent, **_: Any) -> None:
             self._dispatch("nodes", type, dict(event["object"]))
 
-        @kopf.on.event("v1", "pods", registry=registry, id="pyscheduler-pods")
-        async def on_pod(type: str, event: kopf.RawEvent, **_: Any) -> None:
-            self._dispatch("pods", type, dict(event["object"]))
+        # Pods are not kopf's: PodWatch (pod_watch.py) streams them into `_dispatch` itself.
 
     def _dispatch(self, resource: str, kind: str | None, obj: JSON) -> None:
         """Apply one watch event (and remember it if a LIST is in flight)."""
@@ -214,7 +214,7 @@ class ClusterWatcher:
         """LIST nodes and non-terminal pods; overlay the watch events that arrived meanwhile."""
         self._recording = {}
         try:
-            (nodes, _), (pods, _) = await asyncio.gather(
+            (nodes, _), (pods, pods_rv) = await asyncio.gather(
                 self.client.list_all(NODES_PATH, limit=LIST_PAGE_SIZE),
                 self.client.list_all(PODS_PATH, field_selector=POD_FIELD_SELECTOR, limit=LIST_PAGE_SIZE),
             )
@@ -222,6 +222,7 @@ class ClusterWatcher:
         finally:
             self._recording = None
         self.stats.last_list = self.clock()
+        self.pods_resource_version = pods_rv
         if not recorded:
             return nodes, pods
         by_node = {_node_key(o): o for o in nodes}
