@@ -7,27 +7,13 @@
 #   bash scripts/bench.sh                      # full size (1000 nodes / 3000 measured pods), ~20-25 min
 #   bash scripts/bench.sh --size quick --repeats 1   # extra args go to `python -m bench.e2e`
 #
-# Like scripts/test.sh it creates/refreshes .venv only when needed and builds the control-plane binaries
-# only when they are missing (tests/cluster/build.sh).
+# Through scripts/setup.sh (shared with scripts/test.sh) it creates/refreshes .venv only when needed and builds the
+# control-plane binaries only when they are missing (tests/cluster/build.sh).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH=$PATH:/usr/local/go/bin
-
-python=${PYTHON:-python3}
-if [[ ! -x .venv/bin/python ]]; then
-    echo "bench.sh: creating .venv with $($python --version)"
-    "$python" -m venv .venv
-fi
-stamp=.venv/.pyscheduler-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
-if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
-    echo "bench.sh: installing the project and its test dependencies into .venv"
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
-    echo "$want" >"$stamp"
-fi
-
-bash tests/cluster/build.sh
+bash scripts/setup.sh
 
 mkdir -p bench/results
 out=bench/results/$(date -u +%Y%m%dT%H%M%SZ).json
