@@ -179,3 +179,35 @@ async def test_failure_messages_equal_upstream_kube_scheduler(
         print(f"{shape}: {await _message(api_client, namespace, f'{shape}-py')}")
     assert not mismatches, "\n".join(mismatches)
     assert len(SHAPES) >= 12
+
+
+async def _event(api_client: ApiClient, namespace: str, name: str, reason: str) -> JSON:
+    async def probe() -> JSON | None:
+        answer = await request_json(api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+        for event in answer["items"]:
+            if event.get("reason") == reason and event["regarding"].get("name") == name:
+                return dict(event)
+        return None
+
+    return await wait_for(probe, what=f"a {reason} event for {namespace}/{name}", within=60)
+
+
+async def test_scheduled_event_equals_upstream_kube_scheduler(
+    kube_scheduler: ManagedProcess,
+    pyscheduler: PySchedulerProcess,  # noqa: F811
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+) -> None:
+    """A bound pod's Scheduled event has upstream's type, reason, action and note, reported by its scheduler."""
+    await create_node("parity-ok", zone="z1", region="r")
+    for suffix, scheduler_name in (("up", "default-scheduler"), ("py", "pyscheduler")):
+        await create_pod(f"ok-{suffix}", scheduler_name=scheduler_name, requests={"cpu": "100m"})
+    for suffix, scheduler_name in (("up", "default-scheduler"), ("py", "pyscheduler")):
+        event = await _event(api_client, namespace, f"ok-{suffix}", "Scheduled")
+        assert event["type"] == "Normal"
+        assert event["action"] == "Binding"
+        assert event["note"] == f"Successfully assigned {namespace}/ok-{suffix} to parity-ok"
+        assert event["reportingController"] == scheduler_name
+        assert event["reportingInstance"].startswith(f"{scheduler_name}-")
