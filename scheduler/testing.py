@@ -11,9 +11,12 @@ import copy
 import itertools
 from typing import Any
 
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework.interface import Binder
 from scheduler.framework.types import (
     REGION_LABEL,
     ZONE_LABEL,
+    NodeInfo,
     NodeRecord,
     PodInfo,
     parse_node,
@@ -337,3 +340,26 @@ def make_pod(name: str = "pod", namespace: str = "default") -> PodBuilder:
 
 def make_node(name: str = "node") -> NodeBuilder:
     return NodeBuilder(name)
+
+
+class StaticHandle:
+    """A plugin Handle over a fixed snapshot (empty by default); plugin unit tests never bind."""
+
+    def __init__(self, snapshot: Snapshot | None = None) -> None:
+        self._snapshot = snapshot or Snapshot()
+
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    @property
+    def binder(self) -> Binder:
+        raise NotImplementedError("plugin unit tests do not bind")
+
+
+def node_info(node: NodeBuilder, *pods: PodBuilder) -> NodeInfo:
+    """A NodeInfo for the node with the given pods already placed on it."""
+    record = node.info()
+    info = NodeInfo(record.name, record)
+    for p in pods:
+        info.add_pod(p.node(record.name).info())
+    return info

@@ -5,25 +5,11 @@ from __future__ import annotations
 import pytest
 
 from scheduler.backend.cache.snapshot import Snapshot
-from scheduler.framework.interface import Binder, CycleState
+from scheduler.framework.interface import CycleState
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins import image_locality
 from scheduler.plugins.image_locality import MB, ImageLocality
-from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
-
-
-class FakeHandle:
-    """Serves the snapshot ImageLocality reads node and image counts from."""
-
-    def __init__(self, snapshot: Snapshot) -> None:
-        self._snapshot = snapshot
-
-    def snapshot(self) -> Snapshot:
-        return self._snapshot
-
-    @property
-    def binder(self) -> Binder:
-        raise NotImplementedError
+from scheduler.testing import NodeBuilder, PodBuilder, StaticHandle, make_node, make_pod
 
 
 def with_images(name: str, images: dict[str, int]) -> NodeBuilder:
@@ -58,7 +44,7 @@ def run(pod: PodBuilder, nodes: list[NodeBuilder]) -> list[int]:
     for n in nodes:
         record = n.info()
         infos.append(NodeInfo(record.name, record))
-    pl = image_locality.new(None, FakeHandle(Snapshot.from_node_infos(infos)))
+    pl = image_locality.new(None, StaticHandle(Snapshot.from_node_infos(infos)))
     info = pod.info()
     state = CycleState()
     each = [pl.score(state, info, n) for n in infos]
@@ -149,6 +135,6 @@ def test_calculate_priority(total: int, count: int, want: int) -> None:
 
 def test_no_handle_args_needed() -> None:
     """ImageLocality takes no args and ignores whatever it is given, like upstream."""
-    pl = image_locality.new({"anything": 1}, FakeHandle(Snapshot()))
+    pl = image_locality.new({"anything": 1}, StaticHandle(Snapshot()))
     assert isinstance(pl, ImageLocality)
     assert pl.has_normalize is False

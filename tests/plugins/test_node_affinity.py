@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.config.errors import ConfigError
-from scheduler.framework.interface import MAX_NODE_SCORE, NODE, ActionType, Binder, CycleState
+from scheduler.framework.interface import MAX_NODE_SCORE, NODE, ActionType, CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins import node_affinity
@@ -22,18 +21,7 @@ from scheduler.plugins.node_affinity import (
     RequiredNodeAffinity,
     parse_args,
 )
-from scheduler.testing import PodBuilder, expr, make_node, make_pod
-
-
-class _Handle:
-    """A handle with an empty snapshot; NodeAffinity never uses it."""
-
-    def snapshot(self) -> Snapshot:
-        return Snapshot()
-
-    @property
-    def binder(self) -> Binder:
-        raise AssertionError("unused")
+from scheduler.testing import PodBuilder, StaticHandle, expr, make_node, make_pod
 
 
 def _node(name: str = "node1", **labels: str) -> NodeInfo:
@@ -297,7 +285,7 @@ ADDED_REQUIRED = {
 )
 def test_added_affinity_filter(pod: PodBuilder, labels: dict[str, str], reason: str | None) -> None:
     """addedAffinity is checked first with its own reason, then the pod's affinity."""
-    pl = node_affinity.new({"addedAffinity": ADDED_REQUIRED}, _Handle())
+    pl = node_affinity.new({"addedAffinity": ADDED_REQUIRED}, StaticHandle())
     status = _filter(pl, pod.info(), _node("node1", **labels))
     assert (status.reasons if status is not None else None) == ((reason,) if reason else None)
 
@@ -464,7 +452,7 @@ def test_bad_operator_message_lists_supported_values() -> None:
 def test_factory_accepts_parsed_args() -> None:
     """new() takes either the raw pluginConfig args or an already parsed Args."""
     parsed = parse_args({"addedAffinity": ADDED_REQUIRED})
-    pl = node_affinity.new(parsed, _Handle())
+    pl = node_affinity.new(parsed, StaticHandle())
     assert pl.args is parsed
     assert pl.filter(CycleState(), make_pod().info(), _node(zone="b")) is not None
 

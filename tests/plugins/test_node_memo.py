@@ -3,22 +3,12 @@ dropped whenever they change (add_pod/remove_pod) or the NodeInfo is cloned."""
 
 from __future__ import annotations
 
-from scheduler.backend.cache.snapshot import Snapshot
-from scheduler.framework.interface import Binder, CycleState
+from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import MEMO_LIMIT, NodeInfo, PodInfo
 from scheduler.plugins import node_resources_balanced_allocation as ba
 from scheduler.plugins import node_resources_fit as fit
-from scheduler.testing import make_node, make_pod
-
-
-class FakeHandle:
-    def snapshot(self) -> Snapshot:
-        return Snapshot()
-
-    @property
-    def binder(self) -> Binder:
-        raise NotImplementedError
+from scheduler.testing import StaticHandle, make_node, make_pod
 
 
 def nodes() -> list[NodeInfo]:
@@ -35,8 +25,8 @@ def placed(name: str, node: str, cpu: str = "500m", memory: str = "1Gi") -> PodI
 
 def scores(pod: PodInfo, infos: list[NodeInfo]) -> tuple[list[int], list[int], list[int], list[int]]:
     """(fit batch, fit per node, balanced batch, balanced per node) in one fresh cycle."""
-    f = fit.new(None, FakeHandle())
-    b = ba.new(None, FakeHandle())
+    f = fit.new(None, StaticHandle())
+    b = ba.new(None, StaticHandle())
     state = CycleState()
     assert f.pre_score(state, pod, infos) is None
     assert b.pre_score(state, pod, infos) is None
@@ -49,7 +39,7 @@ def scores(pod: PodInfo, infos: list[NodeInfo]) -> tuple[list[int], list[int], l
 
 
 def filters(pod: PodInfo, infos: list[NodeInfo]) -> tuple[list[Status | None], list[Status | None]]:
-    f = fit.new(None, FakeHandle())
+    f = fit.new(None, StaticHandle())
     state = CycleState()
     f.pre_filter(state, pod, infos)
     return f.filter_batch(state, pod, infos), [f.filter(state, pod, n) for n in infos]

@@ -6,41 +6,20 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.config.errors import ConfigError
-from scheduler.framework.interface import Binder, CycleState
+from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins import node_resources_balanced_allocation as ba
 from scheduler.plugins.node_resources_balanced_allocation import Args, NodeResourcesBalancedAllocation
 from scheduler.plugins.node_resources_fit import ResourceSpec
-from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
+from scheduler.testing import PodBuilder, StaticHandle, make_node, make_pod, node_info
 
 GPU = "nvidia.com/gpu"
 
 
-class FakeHandle:
-    """The two things a plugin may use from the scheduler; this plugin needs neither."""
-
-    def snapshot(self) -> Snapshot:
-        return Snapshot()
-
-    @property
-    def binder(self) -> Binder:
-        raise NotImplementedError
-
-
-def node_info(node: NodeBuilder, *pods: PodBuilder) -> NodeInfo:
-    """A NodeInfo for the node with the given pods already placed on it."""
-    record = node.info()
-    info = NodeInfo(record.name, record)
-    for p in pods:
-        info.add_pod(p.node(record.name).info())
-    return info
-
-
 def plugin(raw: dict[str, Any] | None = None) -> NodeResourcesBalancedAllocation:
-    return ba.new(raw, FakeHandle())
+    return ba.new(raw, StaticHandle())
 
 
 def run_score(pl: NodeResourcesBalancedAllocation, pod: PodInfo, nodes: list[NodeInfo]) -> list[int]:

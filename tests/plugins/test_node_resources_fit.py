@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.config.errors import ConfigError
-from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, Binder, ClusterEvent, CycleState
+from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, ClusterEvent, CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins import node_resources_fit as fit
@@ -27,38 +26,15 @@ from scheduler.plugins.node_resources_fit import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
-from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
+from scheduler.testing import PodBuilder, StaticHandle, make_node, make_pod, node_info
 
 GPU = "nvidia.com/gpu"
 FOO = "example.com/foo"
 MI = 1024 * 1024
 
 
-class FakeHandle:
-    """The two things a plugin may use from the scheduler; Fit needs neither."""
-
-    def __init__(self, snapshot: Snapshot | None = None) -> None:
-        self._snapshot = snapshot or Snapshot()
-
-    def snapshot(self) -> Snapshot:
-        return self._snapshot
-
-    @property
-    def binder(self) -> Binder:
-        raise NotImplementedError
-
-
-def node_info(node: NodeBuilder, *pods: PodBuilder) -> NodeInfo:
-    """A NodeInfo for the node with the given pods already placed on it."""
-    record = node.info()
-    info = NodeInfo(record.name, record)
-    for p in pods:
-        info.add_pod(p.node(record.name).info())
-    return info
-
-
 def plugin(raw: Mapping[str, Any] | None = None) -> NodeResourcesFit:
-    return fit.new(raw, FakeHandle())
+    return fit.new(raw, StaticHandle())
 
 
 def run_filter(pl: NodeResourcesFit, pod: PodInfo, node: NodeInfo) -> Status | None:
@@ -719,7 +695,7 @@ LABEL_KEY_REGEX = (
 def test_invalid_args(raw: dict[str, Any], message: str) -> None:
     """Invalid args raise ConfigError with upstream's field-error text naming the field."""
     with pytest.raises(ConfigError) as err:
-        fit.new(raw, FakeHandle())
+        fit.new(raw, StaticHandle())
     assert str(err.value) == message
 
 

@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
-from scheduler.backend.cache.snapshot import Snapshot
-from scheduler.framework.interface import Binder
 from scheduler.plugins import queue_sort
 from scheduler.plugins.queue_sort import NAME, PrioritySort
-
-
-class _Handle:
-    """A handle with an empty snapshot; PrioritySort never uses it."""
-
-    def snapshot(self) -> Snapshot:
-        return Snapshot()
-
-    @property
-    def binder(self) -> Binder:
-        raise AssertionError("unused")
+from scheduler.testing import StaticHandle
 
 
 def _less(pl: PrioritySort, a: tuple[int, float, int], b: tuple[int, float, int]) -> bool:
@@ -52,6 +40,6 @@ def test_negative_priorities_sort_below_zero() -> None:
 
 def test_factory_and_name() -> None:
     """The registry factory builds the plugin under its upstream name."""
-    pl = queue_sort.new(None, _Handle())
+    pl = queue_sort.new(None, StaticHandle())
     assert isinstance(pl, PrioritySort)
     assert pl.name == NAME == "PrioritySort"
