@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from scheduler.adapters.cluster.client import ClusterWriter, KubeClient
+from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.pod_watch import PodWatch, ResourceExpiredError
 from scheduler.adapters.cluster.watch import ClusterWatcher
+from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core.profile import build_scheduler, default_config
 from tests.e2e.conftest import NodeFactory, PodFactory
 from tests.e2e.kube import wait_for_pod_bound

@@ -24,8 +24,9 @@ import aiohttp
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from scheduler.adapters.cluster.client import ClusterWriter, KubeClient
+from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.watch import ClusterWatcher
+from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core.profile import build_scheduler, default_config
 from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
 from tests.e2e.conftest import NodeFactory, PodFactory

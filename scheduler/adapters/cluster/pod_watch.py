@@ -22,8 +22,8 @@ from contextlib import asynccontextmanager
 
 import aiohttp
 
-from scheduler.adapters.cluster.client import JSON, ApiError, _status_message
-from scheduler.adapters.cluster.watch import POD_FIELD_SELECTOR, PODS_PATH, ClusterWatcher, WatchDiedError, _wait
+from scheduler.adapters.cluster.client import JSON, ApiError, status_message
+from scheduler.adapters.cluster.watch import POD_FIELD_SELECTOR, PODS_PATH, ClusterWatcher, WatchDiedError, wait_or_stop
 
 log = logging.getLogger("pyscheduler.watch.pods")
 
@@ -80,7 +80,7 @@ class PodWatch:
                     extra={"error": repr(exc), "rv": self.resource_version, "delay": delay},
                 )
             self.reconnects += 1
-            if await _wait(stop, delay):
+            if await wait_or_stop(stop, delay):
                 return
             delay = min(delay * 2, BACKOFF_MAX)
 
@@ -151,7 +151,7 @@ class PodWatch:
             if resp.status == 410:
                 raise ResourceExpiredError(f"HTTP 410 for resourceVersion {self.resource_version}")
             if resp.status >= 400:
-                reason, message, decoded = _status_message(resp.status, await resp.read())
+                reason, message, decoded = status_message(resp.status, await resp.read())
                 if resp.status in (400, 401, 403, 404):
                     raise WatchDiedError(f"pod watch refused (HTTP {resp.status}): {message}")
                 raise ApiError(resp.status, reason, message, decoded)

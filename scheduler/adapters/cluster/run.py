@@ -34,12 +34,13 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from scheduler.adapters.cluster.client import ClusterWriter, KubeClient
+from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.debug import DebugHandlers, pod_getter, signal_comparer
 from scheduler.adapters.cluster.leader import LeaseElector
 from scheduler.adapters.cluster.metrics import SchedulerMetrics, SchedulerStateCollector
 from scheduler.adapters.cluster.pod_watch import PodWatch
 from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, ClusterWatcher
+from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler

@@ -27,7 +27,8 @@ from typing import Any
 
 import kopf
 
-from scheduler.adapters.cluster.client import JSON, ApiError, ClusterWriter, KubeClient
+from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient
+from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core.scheduler import DELETED, Scheduler
 
 log = logging.getLogger("pyscheduler.watch")
@@ -309,11 +310,11 @@ class ClusterWatcher:
                     )
                     raise AccessDeniedError(f"initial LIST refused (HTTP {exc.status}): {exc.message}") from exc
                 log.error("initial LIST failed; retrying", extra={"status": exc.status, "error": exc.message})
-                if await _wait(stop, backoff):
+                if await wait_or_stop(stop, backoff):
                     return
                 backoff = min(backoff * 2, 30.0)
         delay = first_resync_after if first_resync_after is not None else min(self.resync_period, 60.0)
-        while not await _wait(stop, delay):
+        while not await wait_or_stop(stop, delay):
             delay = self.resync_period
             try:
                 await self.resync()
@@ -331,7 +332,7 @@ class ClusterWatcher:
         started = self.clock()
         seen: set[str] = set()
         missing_rounds = 0
-        while not await _wait(stop, period):
+        while not await wait_or_stop(stop, period):
             alive = {
                 resource
                 for task in asyncio.all_tasks()
@@ -351,7 +352,7 @@ class ClusterWatcher:
         return max(self.stats.last_event, self.stats.last_list)
 
 
-async def _wait(stop: asyncio.Event, seconds: float) -> bool:
+async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
     """Sleep `seconds` unless stop is set first; True when stopped."""
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):

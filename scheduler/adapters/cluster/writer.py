@@ -1,0 +1,426 @@
+"""The scheduler's writes to the API server: awaited binds, queued events and PodScheduled patches.
+
+`ClusterWriter` implements `scheduler.core.api.ClusterAPI` on top of `KubeClient`. Binds are awaited by the
+binding cycle; events and PodScheduled condition patches are fire-and-forget: they go into bounded in-memory
+queues drained by a few worker tasks, so the scheduling loop never waits for the API server to record what
+it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient, events_path, micro_time, pod_path, rfc3339
+from scheduler.core.api import (
+    ACTION_BINDING,
+    ACTION_SCHEDULING,
+    EVENT_FAILED_SCHEDULING,
+    EVENT_SCHEDULED,
+    AlreadyBoundError,
+    BindError,
+    PodGoneError,
+)
+from scheduler.framework.fit_error import truncate_message
+from scheduler.framework.types import PodInfo
+
+log = logging.getLogger("pyscheduler.writer")
+
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+
+# client-go events broadcaster: an isomorphic event within finishTime becomes a series; series are
+# re-written every refreshTime (tools/events/event_broadcaster.go).
+EVENT_SERIES_FINISH = 6 * 60.0
+EVENT_SERIES_REFRESH = 30 * 60.0
+
+def pod_reference(pod: PodInfo) -> JSON:
+    """reference.GetReference(pod): what an event's `regarding` holds."""
+    ref: JSON = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
+    if pod.uid and "/" not in pod.uid:  # PodInfo falls back to ns/name when the object had no uid
+        ref["uid"] = pod.uid
+    if pod.resource_version:
+        ref["resourceVersion"] = pod.resource_version
+    return ref
+
+
+@dataclass(slots=True)
+class _EventEntry:
+    """One isomorphic event as client-go's eventCache holds it."""
+
+    namespace: str
+    name: str
+    body: JSON
+    first_seen: float
+    last_observed: float
+    count: int = 1
+    written_count: int = 1
+
+
+@dataclass(slots=True)
+class _Write:
+    """A queued write: an event create/series patch, or a pod status patch."""
+
+    kind: Literal["event", "series", "status"]
+    namespace: str
+    name: str
+    body: JSON
+    pod: str = ""
+    uid: str = ""
+
+
+@dataclass(slots=True)
+class WriterStats:
+    """What the writer did; `dropped_events` counts event writes shed because the queue was full."""
+
+    binds: int = 0
+    bind_conflicts: int = 0
+    bind_gone: int = 0
+    bind_errors: int = 0
+    events_written: int = 0
+    series_patched: int = 0
+    events_coalesced: int = 0
+    status_patched: int = 0
+    status_skipped: int = 0
+    dropped_events: int = 0
+    write_errors: int = 0
+    queue_high_water: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class ClusterWriter:
+    """ClusterAPI on a real API server: awaited binds, queued events and PodScheduled patches.
+
+    Events are aggregated like client-go's events broadcaster (one event, then a `series` for isomorphic
+    repeats). Condition patches are coalesced per pod (the newest wins) and skipped when identical to the
+    last one written, like upstream's UpdatePodCondition. When more than `max_queued_events` events wait,
+    the oldest are dropped and counted; binds never queue.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        workers: int = 8,
+        max_queued_events: int = 5000,
+        hostname: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        max_remembered_conditions: int = 100_000,
+    ) -> None:
+        self.client = client
+        self.hostname = hostname or socket.gethostname()
+        self.stats = WriterStats()
+        self._clock = clock
+        self._workers = workers
+        self._max_queued_events = max_queued_events
+        self._events: collections.deque[_Write] = collections.deque()
+        self._status: collections.OrderedDict[str, _Write] = collections.OrderedDict()
+        self._ready = asyncio.Event()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._event_cache: dict[tuple[str, ...], _EventEntry] = {}
+        self._conditions: collections.OrderedDict[str, tuple[str, str, str, str]] = collections.OrderedDict()
+        self._max_conditions = max_remembered_conditions
+        self._closing = False
+        # Leader election's guard (LeaseElector.bind_allowance): called before every bind; raises a BindError
+        # when we must not bind, else returns how long the bind may take before leadership may be lost.
+        self.bind_guard: Callable[[], float] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> list[asyncio.Task[None]]:
+        """Start the worker tasks (and the series maintenance task); the caller supervises them."""
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._worker(i), name=f"writer-{i}") for i in range(self._workers)]
+        self._tasks.append(loop.create_task(self._series_maintenance(), name="writer-series"))
+        return list(self._tasks)
+
+    def queued(self) -> int:
+        return len(self._events) + len(self._status)
+
+    async def flush(self, within: float) -> bool:
+        """Wait until every queued write is done (True) or `within` seconds passed (False)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                while self.queued() or self._in_flight:
+                    self._idle.clear()
+                    await self._idle.wait()
+                return True
+        return False
+
+    async def close(self, within: float = 5.0) -> None:
+        """Flush what can be written within `within` seconds, then stop the workers."""
+        if not await self.flush(within):
+            log.warning("shutting down with unwritten events", extra={"queued": self.queued()})
+        self._closing = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def forget_pod(self, uid: str) -> None:
+        """The pod is gone: drop the condition we remember writing for it."""
+        self._conditions.pop(uid, None)
+
+    # ------------------------------------------------------------------ ClusterAPI: bind
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        """POST pods/binding exactly like DefaultBinder (metadata with uid, target Node by name)."""
+        metadata: JSON = {"name": pod.name, "namespace": pod.namespace}
+        if pod.uid and "/" not in pod.uid:
+            metadata["uid"] = pod.uid  # a recreated pod with the same name must not get our binding
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"kind": "Node", "name": node_name},
+        }
+        # Bounded by the guard's allowance (retries included): no bind attempt starts once leadership may be lost.
+        allowance = self.bind_guard() if self.bind_guard is not None else None
+        try:
+            async with asyncio.timeout(allowance):
+                await self.client.request("POST", pod_path(pod.namespace, pod.name, "binding"), body=binding)
+        except TimeoutError as exc:
+            self.stats.bind_errors += 1
+            log.error("binding stopped: leadership may be lost", extra={"pod": pod.key, "node": node_name})
+            raise BindError(f"binding {pod.key} did not finish while this replica surely led") from exc
+        except ApiError as exc:
+            if exc.status == 409:
+                if await self._bound_to(pod, node_name):
+                    # A retried POST whose first attempt succeeded after all.
+                    self.stats.binds += 1
+                    return
+                self.stats.bind_conflicts += 1
+                raise AlreadyBoundError(exc.message) from exc
+            if exc.status == 404:
+                self.stats.bind_gone += 1
+                raise PodGoneError(exc.message) from exc
+            self.stats.bind_errors += 1
+            log.error("binding failed", extra={"pod": pod.key, "node": node_name, "error": exc.message})
+            raise BindError(exc.message) from exc
+        self.stats.binds += 1
+
+    async def _bound_to(self, pod: PodInfo, node_name: str) -> bool:
+        """Is the pod (same uid) bound to node_name? Used to tell our own retried bind from a real conflict."""
+        try:
+            path = pod_path(pod.namespace, pod.name)
+            obj = await self.client.request("GET", path, retry="never", request_timeout=10.0)
+        except ApiError:
+            return False
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        same_pod = "/" in pod.uid or meta.get("uid") == pod.uid
+        return bool(same_pod and spec.get("nodeName") == node_name)
+
+    # ------------------------------------------------------------------ ClusterAPI: events and conditions
+
+    def record_scheduled(self, pod: PodInfo, node_name: str) -> None:
+        """Normal `Scheduled` event, action Binding (schedule_one.go handleBindingCycle)."""
+        self._conditions.pop(pod.uid, None)
+        note = f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}"
+        self._event(pod, "Normal", EVENT_SCHEDULED, ACTION_BINDING, note)
+
+    def record_failure(self, pod: PodInfo, reason: str, message: str) -> None:
+        """Warning `FailedScheduling` (note truncated to 1024 bytes) + PodScheduled=False with the full message."""
+        self._event(pod, "Warning", EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, truncate_message(message))
+        self._condition(pod, reason, message)
+
+    def _event(self, pod: PodInfo, type_: str, reason: str, action: str, note: str) -> None:
+        controller = pod.scheduler_name
+        instance = f"{controller}-{self.hostname}"
+        regarding = pod_reference(pod)
+        key = (
+            type_,
+            action,
+            reason,
+            controller,
+            instance,
+            pod.namespace,
+            pod.name,
+            str(regarding.get("uid", "")),
+            str(regarding.get("resourceVersion", "")),
+        )
+        now = self._clock()
+        entry = self._event_cache.get(key)
+        if entry is not None and now - entry.last_observed <= EVENT_SERIES_FINISH:
+            entry.count += 1
+            entry.last_observed = now
+            self.stats.events_coalesced += 1
+            if entry.count == 2:  # client-go writes the series once, then only on its refresh/finish ticks
+                self._enqueue_event(self._series_write(entry))
+            return
+        wall = datetime.now(UTC)
+        name = f"{pod.name}.{time.time_ns():x}"  # util.GenerateEventName
+        if len(name) > 253:
+            name = f"{os.urandom(8).hex()}.{time.time_ns():x}"
+        body: JSON = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": pod.namespace},
+            "eventTime": micro_time(wall),
+            "reportingController": controller,
+            "reportingInstance": instance,
+            "action": action,
+            "reason": reason,
+            "regarding": regarding,
+            "note": note,
+            "type": type_,
+        }
+        self._event_cache[key] = _EventEntry(pod.namespace, name, body, now, now)
+        self._enqueue_event(_Write("event", pod.namespace, name, body, pod.key, pod.uid))
+
+    @staticmethod
+    def _series_write(entry: _EventEntry) -> _Write:
+        entry.written_count = entry.count
+        body = {"series": {"count": entry.count, "lastObservedTime": micro_time(datetime.now(UTC))}}
+        return _Write("series", entry.namespace, entry.name, body, f"{entry.namespace}/{entry.name}")
+
+    def _condition(self, pod: PodInfo, reason: str, message: str) -> None:
+        last = self._conditions.get(pod.uid)
+        if last is not None and last[:3] == ("False", reason, message):
+            self.stats.status_skipped += 1
+            return
+        # UpdatePodCondition keeps lastTransitionTime when the status itself did not change.
+        transition = last[3] if last is not None and last[0] == "False" else rfc3339(datetime.now(UTC))
+        self._conditions[pod.uid] = ("False", reason, message, transition)
+        self._conditions.move_to_end(pod.uid)
+        while len(self._conditions) > self._max_conditions:
+            self._conditions.popitem(last=False)
+        condition: JSON = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": transition,
+        }
+        if pod.generation:
+            condition["observedGeneration"] = pod.generation  # PodObservedGenerationTracking is GA
+        body: JSON = {"status": {"conditions": [condition]}}  # strategic merge: conditions merge by type
+        self._status[pod.uid] = _Write("status", pod.namespace, pod.name, body, pod.key, pod.uid)
+        self._status.move_to_end(pod.uid)
+        self._wake()
+
+    def _enqueue_event(self, write: _Write) -> None:
+        self._events.append(write)
+        while len(self._events) > self._max_queued_events:
+            dropped = self._events.popleft()
+            self.stats.dropped_events += 1
+            if self.stats.dropped_events in (1, 10, 100) or self.stats.dropped_events % 1000 == 0:
+                log.warning(
+                    "event queue full; dropping the oldest events",
+                    extra={"dropped_total": self.stats.dropped_events, "pod": dropped.pod},
+                )
+        self.stats.queue_high_water = max(self.stats.queue_high_water, self.queued())
+        self._wake()
+
+    def _wake(self) -> None:
+        self._ready.set()
+
+    # ------------------------------------------------------------------ workers
+
+    def _next(self) -> _Write | None:
+        if self._status:  # conditions first: autoscalers read PodScheduled, people read events
+            return self._status.popitem(last=False)[1]
+        if self._events:
+            return self._events.popleft()
+        return None
+
+    async def _worker(self, index: int) -> None:
+        while True:
+            write = self._next()
+            if write is None:
+                if not self._in_flight:
+                    self._idle.set()
+                self._ready.clear()
+                await self._ready.wait()
+                continue
+            self._in_flight += 1
+            try:
+                await self._perform(write)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug in one write must not kill the worker
+                self.stats.write_errors += 1
+                log.exception("unexpected error writing to the API", extra={"pod": write.pod, "kind": write.kind})
+            finally:
+                self._in_flight -= 1
+                if not self.queued() and not self._in_flight:
+                    self._idle.set()
+
+    async def _perform(self, write: _Write) -> None:
+        try:
+            if write.kind == "status":
+                await self.client.request(
+                    "PATCH",
+                    pod_path(write.namespace, write.name, "status"),
+                    body=write.body,
+                    content_type=STRATEGIC_MERGE,
+                )
+                self.stats.status_patched += 1
+            elif write.kind == "event":
+                await self.client.request(
+                    "POST", events_path(write.namespace), body=write.body, limiter=self.client.event_limiter
+                )
+                self.stats.events_written += 1
+            else:
+                await self._patch_series(write)
+        except ApiError as exc:
+            if write.kind == "status" and exc.status in (404, 409):
+                self._conditions.pop(write.uid, None)  # the pod is gone or was recreated: nothing to report
+                log.info("pod gone before its condition was written", extra={"pod": write.pod})
+                return
+            self.stats.write_errors += 1
+            if write.kind == "status":
+                self._conditions.pop(write.uid, None)  # let the next failure try again
+            log.error(
+                "failed to write to the API",
+                extra={"kind": write.kind, "pod": write.pod, "status": exc.status, "error": exc.message},
+            )
+
+    async def _patch_series(self, write: _Write) -> None:
+        path = events_path(write.namespace, write.name)
+        try:
+            await self.client.request(
+                "PATCH", path, body=write.body, content_type=STRATEGIC_MERGE, limiter=self.client.event_limiter
+            )
+            self.stats.series_patched += 1
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            entry = next((e for e in self._event_cache.values() if e.name == write.name), None)
+            if entry is None:
+                return
+            body = dict(entry.body)
+            body["series"] = write.body["series"]
+            await self.client.request(
+                "POST", events_path(write.namespace), body=body, limiter=self.client.event_limiter
+            )
+            self.stats.events_written += 1
+
+    async def _series_maintenance(self, period: float = 60.0) -> None:
+        """client-go's refreshExistingEventSeries/finishSeries: write final counts and forget old entries."""
+        while True:
+            await asyncio.sleep(period)
+            self.maintain_series()
+
+    def maintain_series(self) -> None:
+        """Write series counts that changed and are finished or due a refresh; forget finished entries."""
+        now = self._clock()
+        for key, entry in list(self._event_cache.items()):
+            finished = now - entry.last_observed > EVENT_SERIES_FINISH
+            due = now - entry.first_seen > EVENT_SERIES_REFRESH
+            if entry.count > 1 and entry.count != entry.written_count and (finished or due):
+                self._enqueue_event(self._series_write(entry))
+            if due:
+                entry.first_seen = now
+            if finished:
+                del self._event_cache[key]
