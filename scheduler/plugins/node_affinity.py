@@ -13,8 +13,6 @@ component-helpers `nodeaffinity` and apimachinery `labels`/`fields`:
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -34,6 +32,10 @@ from scheduler.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
+from scheduler.framework.labels import aggregate as _aggregate
+from scheduler.framework.labels import invalid as _invalid
+from scheduler.framework.labels import label_key_errors, label_value_errors, parse_go_int64
+from scheduler.framework.labels import not_supported as _not_supported
 from scheduler.framework.status import SKIP, Status, error_status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.normalize import default_normalize_score
@@ -59,108 +61,6 @@ _REJECT_CONFLICT = unresolvable(ERR_REASON_CONFLICT, plugin=NAME)
 
 Matcher = Callable[[Mapping[str, str], str], bool]
 """A compiled check over (node labels, node name)."""
-
-# ---------------------------------------------------------------------------------------------------------
-# apimachinery validation, reproduced for error texts and for which expressions count as broken
-
-_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME_RE = re.compile(_NAME_FMT)
-_LABEL_VALUE_FMT = "(" + _NAME_FMT + ")?"
-_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_NAME_ERR = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_ERR = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
-    "start and end with an alphanumeric character"
-)
-_DNS1123_SUBDOMAIN_ERR = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-    "start and end with an alphanumeric character"
-)
-_GO_INT_RE = re.compile("[+-]?[0-9]+")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """validation.RegexError, including its double space after each example."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    return msg + " (e.g. " + " or ".join(f"'{e}', " for e in examples) + f"regex used for validation is '{fmt}')"
-
-
-def _quote(value: Any) -> str:
-    """How field.Error renders a bad value: %q for strings, JSON for the rest."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _invalid(path: str, value: Any, detail: str) -> str:
-    return f"{path}: Invalid value: {_quote(value)}: {detail}"
-
-
-def _not_supported(path: str, value: Any, valid: Sequence[str]) -> str:
-    return f"{path}: Unsupported value: {_quote(value)}: supported values: " + ", ".join(f'"{v}"' for v in valid)
-
-
-def label_key_errors(key: str) -> list[str]:
-    """content.IsLabelKey: optional DNS-subdomain prefix and '/', then a name of at most 63 characters."""
-    errs: list[str] = []
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-                errs.append(
-                    "prefix part " + _regex_error(_DNS1123_SUBDOMAIN_ERR, _DNS1123_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a valid label key "
-            + _regex_error(_NAME_ERR, _NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if not _NAME_RE.fullmatch(name):
-        errs.append("name part " + _regex_error(_NAME_ERR, _NAME_FMT, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def label_value_errors(value: str) -> list[str]:
-    """validation.IsValidLabelValue: empty, or at most 63 alphanumeric/'-_.' characters."""
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(_regex_error(_LABEL_VALUE_ERR, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
-
-
-def parse_go_int64(text: str) -> int | None:
-    """strconv.ParseInt(text, 10, 64): optional sign and ASCII digits only, within int64; None otherwise."""
-    if not _GO_INT_RE.fullmatch(text):
-        return None
-    value = int(text)
-    return value if _INT64_MIN <= value <= _INT64_MAX else None
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Compiling requirements and terms
@@ -331,11 +231,6 @@ def compile_term(term: Any, path: str) -> tuple[Matcher | None, list[str]]:
     if not checks:
         return (lambda labels, name: False), []
     return _all_of(checks), []
-
-
-def _aggregate(errs: Sequence[str]) -> str:
-    """errors.Flatten(NewAggregate(errs)).Error(): one message, or "[a, b]"."""
-    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
 
 
 @dataclass(frozen=True, slots=True)

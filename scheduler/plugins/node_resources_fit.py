@@ -11,7 +11,6 @@ both.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, NoReturn
@@ -33,6 +32,7 @@ from scheduler.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
+from scheduler.framework.labels import label_key_errors
 from scheduler.framework.status import Code, Status, error_status
 from scheduler.framework.types import (
     CPU,
@@ -159,64 +159,6 @@ def as_str(value: Any, path: str) -> str:
     if not isinstance(value, str):
         decode_error(path, f"must be a string, got {json_type(value)} {json_quote(value)}")
     return value
-
-
-# Label-key validation (apimachinery validate/content IsLabelKey), used for ignoredResources and for
-# deciding which resource names are "extended" (v1helper.IsExtendedResourceName).
-_LABEL_KEY_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_KEY_RE: Final = re.compile("^" + _LABEL_KEY_FMT + "$")
-_LABEL_KEY_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_RE: Final = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + "$")
-_DNS1123_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-    "start and end with an alphanumeric character"
-)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def label_key_errors(value: str) -> list[str]:
-    """IsQualifiedName/IsLabelKey: the messages upstream reports for an invalid label key."""
-    errs: list[str] = []
-    parts = value.split("/")
-    key_regex_error = _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 bytes")
-            if not _DNS1123_SUBDOMAIN_RE.match(prefix):
-                errs.append(
-                    "prefix part "
-                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a valid label key "
-            + key_regex_error
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 bytes")
-    if not _LABEL_KEY_RE.match(name):
-        errs.append("name part " + key_regex_error)
-    return errs
 
 
 def is_extended_resource_name(name: str) -> bool:
