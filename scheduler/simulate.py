@@ -21,11 +21,12 @@ from scheduler.core.clock import FakeClock
 from scheduler.core.explain import Explanation, explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
+from scheduler.framework.objects import KINDS
 from scheduler.framework.types import ParseError, parse_node, parse_pod, tolerations_tolerate
 from scheduler.plugins.node_affinity import RequiredNodeAffinity
 
 JSON = dict[str, Any]
-SUPPORTED_KINDS = ("Node", "Pod", "DaemonSet")
+SUPPORTED_KINDS = ("Node", "Pod", "DaemonSet", *sorted(KINDS))
 
 # Tolerations the DaemonSet controller adds to every daemon pod (AddOrUpdateDaemonPodTolerations).
 _DAEMON_TOLERATIONS = [
@@ -109,13 +110,29 @@ def _validated(obj: Any, where: str) -> JSON:
             parse_node(obj)
         elif kind == "Pod":
             parse_pod(obj)
-        else:
+        elif kind == "DaemonSet":
             parse_pod(daemon_pod(obj, "validation-node"))
+        else:
+            _validated_object(obj, str(kind))
     except ParseError as exc:
         raise InputError(f"{label}: {exc}") from exc
     except (KeyError, TypeError, AttributeError) as exc:
         raise InputError(f"{label}: malformed object: {exc}") from exc
     return obj
+
+
+def _validated_object(obj: JSON, kind: str) -> None:
+    """Other kinds: a name, and a namespace for namespaced kinds (defaulted to "default" as kubectl would)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
+        raise ParseError("metadata.name: required")
+    if KINDS[kind].namespaced:
+        if meta.get("namespace") is None:
+            meta["namespace"] = "default"
+        elif not isinstance(meta.get("namespace"), str):
+            raise ParseError("metadata.namespace: must be a string")
+    elif meta.get("namespace"):
+        raise ParseError(f"metadata.namespace: {kind} is cluster-scoped")
 
 
 def daemon_pod(ds: Mapping[str, Any], node_name: str) -> JSON:
@@ -230,6 +247,8 @@ async def simulate_async(
         elif kind == "Pod":
             track(obj)
             cluster.apply_pod(obj)
+        elif kind in KINDS:
+            cluster.apply_object(obj)
         else:
             daemonsets.append(obj)
             for node_name, node_obj in list(cluster.nodes.items()):

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Iterable
 from typing import Any
 
+from scheduler.backend.cache.objects import ClusterObjects
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import Binder
+from scheduler.framework.objects import ObjectLister
 from scheduler.framework.types import (
     REGION_LABEL,
     ZONE_LABEL,
@@ -241,10 +244,80 @@ class PodBuilder:
         self._spec.setdefault("tolerations", []).append(tol)
         return self
 
-    def owner(self, kind: str, name: str, uid: str = "owner-uid") -> PodBuilder:
+    def owner(self, kind: str, name: str, uid: str = "owner-uid", api_version: str = "apps/v1") -> PodBuilder:
         self._obj["metadata"]["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid, "controller": True}
+            {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "controller": True}
         ]
+        return self
+
+    def pod_affinity_term(
+        self,
+        kind: str,
+        topology_key: str,
+        match_labels: dict[str, str] | None = None,
+        match_expressions: list[JSON] | None = None,
+        *,
+        weight: int | None = None,
+        namespaces: list[str] | None = None,
+        namespace_selector: JSON | None = None,
+        selector: JSON | None = None,
+    ) -> PodBuilder:
+        """A podAffinity/podAntiAffinity term (`kind`); required, or preferred with `weight`.
+
+        The labelSelector is built from match_labels/match_expressions, or taken verbatim from `selector`
+        (None with neither: no labelSelector, which matches nothing).
+        """
+        if selector is None and (match_labels is not None or match_expressions is not None):
+            selector = {}
+            if match_labels is not None:
+                selector["matchLabels"] = dict(match_labels)
+            if match_expressions is not None:
+                selector["matchExpressions"] = list(match_expressions)
+        term: JSON = {"topologyKey": topology_key}
+        if selector is not None:
+            term["labelSelector"] = selector
+        if namespaces is not None:
+            term["namespaces"] = list(namespaces)
+        if namespace_selector is not None:
+            term["namespaceSelector"] = namespace_selector
+        section: JSON = self._spec.setdefault("affinity", {}).setdefault(kind, {})
+        if weight is None:
+            section.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
+        else:
+            section.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"weight": weight, "podAffinityTerm": term}
+            )
+        return self
+
+    def spread_constraint(
+        self,
+        max_skew: int,
+        topology_key: str,
+        when_unsatisfiable: str = "DoNotSchedule",
+        match_labels: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> PodBuilder:
+        """A topologySpreadConstraint; `extra` adds fields verbatim (minDomains, nodeAffinityPolicy, ...)."""
+        constraint: JSON = {"maxSkew": max_skew, "topologyKey": topology_key, "whenUnsatisfiable": when_unsatisfiable}
+        if match_labels is not None:
+            constraint["labelSelector"] = {"matchLabels": dict(match_labels)}
+        constraint.update(extra)
+        self._spec.setdefault("topologySpreadConstraints", []).append(constraint)
+        return self
+
+    def volume(self, name: str, **source: Any) -> PodBuilder:
+        """A spec.volumes entry: `volume("data", persistentVolumeClaim={"claimName": "c"})`."""
+        self._spec.setdefault("volumes", []).append({"name": name, **source})
+        return self
+
+    def pvc(self, claim: str, name: str | None = None, read_only: bool = False) -> PodBuilder:
+        source: JSON = {"claimName": claim}
+        if read_only:
+            source["readOnly"] = True
+        return self.volume(name or claim, persistentVolumeClaim=source)
+
+    def resource_claim(self, name: str, template: str = "template") -> PodBuilder:
+        self._spec.setdefault("resourceClaims", []).append({"name": name, "resourceClaimTemplateName": template})
         return self
 
     def obj(self) -> JSON:
@@ -343,10 +416,16 @@ def make_node(name: str = "node") -> NodeBuilder:
 
 
 class StaticHandle:
-    """A plugin Handle over a fixed snapshot (empty by default); plugin unit tests never bind."""
+    """A plugin Handle over a fixed snapshot (empty by default) and objects; plugin unit tests never bind.
 
-    def __init__(self, snapshot: Snapshot | None = None) -> None:
+    `objects` are raw API dicts of the kinds in scheduler.framework.objects.KINDS (Namespaces, PVCs, ...).
+    """
+
+    def __init__(self, snapshot: Snapshot | None = None, objects: Iterable[JSON] = ()) -> None:
         self._snapshot = snapshot or Snapshot()
+        self._objects = ClusterObjects()
+        for obj in objects:
+            self._objects.apply(str(obj["kind"]), None, obj)
 
     def snapshot(self) -> Snapshot:
         return self._snapshot
@@ -354,6 +433,10 @@ class StaticHandle:
     @property
     def binder(self) -> Binder:
         raise NotImplementedError("plugin unit tests do not bind")
+
+    @property
+    def objects(self) -> ObjectLister:
+        return self._objects
 
 
 def node_info(node: NodeBuilder, *pods: PodBuilder) -> NodeInfo:

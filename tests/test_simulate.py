@@ -138,8 +138,8 @@ def _write(tmp_path: Path, docs: list[JSON]) -> Path:
             id="bad-quantity",
         ),
         pytest.param(
-            [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}}],
-            ["document 1", "kind", "'Service'"],
+            [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}],
+            ["document 1", "kind", "'ConfigMap'"],
             id="unknown-kind",
         ),
         pytest.param(

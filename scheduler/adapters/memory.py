@@ -19,6 +19,7 @@ from scheduler.core.api import (
 )
 from scheduler.core.scheduler import MODIFIED, Scheduler
 from scheduler.framework.fit_error import truncate_message
+from scheduler.framework.objects import object_key
 from scheduler.framework.types import PodInfo
 
 JSON = dict[str, Any]
@@ -54,6 +55,7 @@ class MemoryCluster:
     def __init__(self) -> None:
         self.pods: dict[str, JSON] = {}
         self.nodes: dict[str, JSON] = {}
+        self.objects: dict[tuple[str, str, str], JSON] = {}  # (kind, namespace, name) -> other objects
         self.events: list[RecordedEvent] = []
         self.conditions: dict[str, PodCondition] = {}
         self.bindings: list[tuple[str, str]] = []
@@ -82,6 +84,21 @@ class MemoryCluster:
         self.pods[uid] = obj
         if self.scheduler is not None:
             self.scheduler.on_pod_event(kind, self.pods[uid])
+
+    def apply_object(self, obj: JSON) -> None:
+        """Create or update an object of another kind (scheduler.framework.objects.KINDS)."""
+        kind = str(obj["kind"])
+        namespace, name = object_key(obj)
+        key = (kind, namespace, name)
+        event = MODIFIED if key in self.objects else "ADDED"
+        self.objects[key] = obj
+        if self.scheduler is not None:
+            self.scheduler.on_object_event(kind, event, obj)
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        obj = self.objects.pop((kind, namespace, name), None)
+        if obj is not None and self.scheduler is not None:
+            self.scheduler.on_object_event(kind, "DELETED", obj)
 
     def delete_pod(self, uid: str) -> None:
         obj = self.pods.pop(uid, None)

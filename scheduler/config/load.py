@@ -194,6 +194,23 @@ def effective_plugins(profile: Profile, point: ExtensionPoint, implements: Imple
     return [PluginRef(r.name) for r in result]
 
 
+def upstream_runs(profile: Profile, name: str, points: tuple[ExtensionPoint, ...] = ("pre_filter", "filter")) -> bool:
+    """Whether kube-scheduler, given this profile, would run default plugin `name` at any of `points`.
+
+    For default plugins pyscheduler may lack (the fail-closed guard asks): upstream runs it unless the
+    profile disables it (by name or `"*"`) both at multiPoint and at each of the points, or re-enables it.
+    """
+    multi = profile.plugins.multi_point
+    in_multi = not ("*" in multi.disabled or name in multi.disabled) or any(r.name == name for r in multi.enabled)
+    for point in points:
+        ps = profile.plugins.point(point)
+        if any(r.name == name for r in ps.enabled):
+            return True
+        if in_multi and "*" not in ps.disabled and name not in ps.disabled:
+            return True
+    return False
+
+
 # ---------------------------------------------------------------------------------------------------
 # Loading
 

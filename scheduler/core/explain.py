@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.core.unsupported import find_unsupported, unsupported_message
 from scheduler.framework.fit_error import Diagnosis, FitError
 from scheduler.framework.interface import CycleState
 from scheduler.framework.runtime import Framework
@@ -56,6 +57,7 @@ class Explanation:
     nodes: list[NodeVerdict] = field(default_factory=list)
     message: str = ""  # the FailedScheduling message a cycle would produce now (empty when it fits)
     best: list[str] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)  # fields the fail-closed guard refuses the pod for
 
     def to_json(self) -> dict[str, Any]:
         def st(s: Status | None) -> dict[str, Any] | None:
@@ -72,6 +74,7 @@ class Explanation:
                 "plugins": [{"plugin": p, "result": r} for p, r in self.pre_filter],
             },
             "message": self.message or None,
+            "unsupportedFields": self.unsupported,
             "bestNodes": self.best,
             "nodes": [
                 {
@@ -102,7 +105,22 @@ def _without_pod(snapshot: Snapshot, pod: PodInfo) -> Snapshot:
 
 
 def explain_pod(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
-    """Evaluate every node for pod with every plugin of its profile."""
+    """Evaluate every node for pod with every plugin of its profile.
+
+    A pod the fail-closed guard refuses still gets every node's verdict, but its message is the guard's
+    and no node is "best": pyscheduler will not place it.
+    """
+    expl = _explain(fwk, pod, snapshot)
+    if not pod.node_name:
+        findings = find_unsupported(pod, fwk.upstream_plugins, fwk.plugins)
+        if findings:
+            expl.unsupported = [f"{f.field} (upstream plugin {f.plugin})" for f in findings]
+            expl.message = unsupported_message(findings)
+            expl.best = []
+    return expl
+
+
+def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     snap = _without_pod(snapshot, pod)
     expl = Explanation(pod=pod.key, profile=fwk.profile_name, current_node=pod.node_name)
     state = CycleState()
@@ -175,6 +193,9 @@ def render_text(expl: Explanation) -> str:
     out = [f"Pod {expl.pod} (profile {expl.profile})"]
     if expl.current_node:
         out.append(f"  currently bound to: {expl.current_node}")
+    if expl.unsupported:
+        out.append("Not placed by pyscheduler (fail closed): the pod uses fields it does not evaluate yet:")
+        out.extend(f"  {f}" for f in expl.unsupported)
     if expl.pre_filter:
         out.append("PreFilter:")
         out.extend(f"  {plugin}: {result}" for plugin, result in expl.pre_filter)

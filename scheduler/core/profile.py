@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from scheduler.config.load import effective_plugins, load_config
+from scheduler.config.defaults import UPSTREAM_PLUGIN_NAMES
+from scheduler.config.load import effective_plugins, load_config, upstream_runs
 from scheduler.config.types import EXTENSION_POINTS, POINT_YAML_KEYS, Profile, SchedulerConfiguration
 from scheduler.core.api import ClusterAPI
 from scheduler.core.scheduler import Scheduler
@@ -59,6 +60,7 @@ def build_framework(profile: Profile, handle: Handle, observer: Observer | None 
         weights,
         percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
         observer=observer,
+        upstream_plugins=frozenset(n for n in UPSTREAM_PLUGIN_NAMES if upstream_runs(profile, n)),
     )
 
 

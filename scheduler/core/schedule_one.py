@@ -1,22 +1,42 @@
-"""The scheduling algorithm of one attempt: PreFilter, Filter over a sample of nodes, Score, pick a host.
+"""The story of one pod, as upstream's schedule_one.go tells it, top to bottom.
 
-Reads top to bottom like upstream's schedule_one.go (schedulePod, findNodesThatFitPod,
-findNodesThatPassFilters, numFeasibleNodesToFind, prioritizeNodes, selectHost). Pure and synchronous:
-it sees one Snapshot and returns a decision or raises FitError.
+1. `schedule_one`: the **scheduling cycle**. Take the popped pod, update the snapshot, run the algorithm
+   (`SchedulingAlgorithm.schedule_pod`: PreFilter, Filter over a rotating sample of nodes, PreScore/Score,
+   select a host); on FitError run PostFilter (preemption); then assume the pod on the host in the cache,
+   Reserve and Permit. Synchronous: nothing else runs while a cycle looks at its snapshot.
+2. `binding_cycle`: the **binding cycle**, a coroutine the scheduler runs concurrently with later
+   scheduling cycles: wait at Permit, PreBind, Bind (`pods/binding`), PostBind; on success report
+   `Scheduled`.
+3. `handle_scheduling_failure`: requeue the pod (unschedulable pool or backoff) and report the failure the
+   way kube-scheduler does (FailedScheduling event, PodScheduled=False condition, metrics).
+
+The algorithm itself is pure: it sees one Snapshot and returns a decision or raises FitError.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
+from scheduler.core.api import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, AlreadyBoundError, PodGoneError
 from scheduler.framework.fit_error import Diagnosis, FitError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState
 from scheduler.framework.runtime import Framework
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Code, Status, error_status
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.logging_setup import V2
+
+if TYPE_CHECKING:
+    from scheduler.core.scheduler import Scheduler
+
+log = logging.getLogger("pyscheduler.scheduler")
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -204,3 +224,188 @@ class SchedulingAlgorithm:
         if len(winners) == 1:
             return nodes[winners[0]].name
         return nodes[winners[self.rng.randrange(len(winners))]].name
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. The scheduling cycle
+
+# Share of scheduling cycles whose plugins are timed one by one (upstream pluginMetricsSamplePercent).
+PLUGIN_METRICS_SAMPLE_RATE = 0.1
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One scheduling attempt of one pod, carried from the scheduling cycle into the binding cycle."""
+
+    fwk: Framework
+    state: CycleState
+    qpi: QueuedPodInfo
+    start: float  # clock time the attempt began
+    cycle: int  # the queue's scheduling cycle when the pod was popped
+    assumed: PodInfo | None = None  # the copy placed on `host` in the cache
+    host: str = ""
+    evaluated_nodes: int = 0
+    feasible_nodes: int = 0
+
+    @property
+    def pod(self) -> PodInfo:
+        return self.qpi.pod
+
+
+def schedule_one(sched: Scheduler, qpi: QueuedPodInfo, cycle: int) -> Coroutine[Any, Any, None] | None:
+    """Run one scheduling cycle for a popped pod; return its binding cycle to run concurrently, if any.
+
+    `cycle` is the queue's scheduling cycle read right after the pod was popped: a move request after it
+    sends the pod to backoff instead of the unschedulable pool when it fails.
+    """
+    pod = qpi.pod
+    sched.attempts += 1
+    current = sched.pending.get(pod.uid)
+    fwk = sched.profiles.get(pod.scheduler_name)
+    if current is None or fwk is None or current.terminating or sched.cache.is_assumed(pod.uid):
+        sched.queue.done(pod.uid)  # deleted, bound or changed profile while it waited
+        return None
+    attempt = Attempt(fwk, CycleState(), qpi, sched.clock(), cycle)
+    attempt.state.record_plugin_metrics = random.random() < PLUGIN_METRICS_SAMPLE_RATE
+    try:
+        sched.cache.update_snapshot(sched.snapshot)
+        result = sched.algorithm.schedule_pod(fwk, attempt.state, pod, sched.snapshot)
+    except NoNodesAvailableError as exc:
+        handle_scheduling_failure(sched, attempt, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(exc),)), None)
+        return None
+    except FitError as fit:
+        if fwk.has_post_filter_plugins():
+            _, pf_status = fwk.run_post_filter(attempt.state, pod, fit.diagnosis.node_to_status)
+            fit.diagnosis.post_filter_msg = pf_status.message()
+        handle_scheduling_failure(sched, attempt, Status(Code.UNSCHEDULABLE, (str(fit),)), fit.diagnosis)
+        return None
+    except SchedulingError as exc:
+        handle_scheduling_failure(sched, attempt, exc.status, None)
+        return None
+    except Exception as exc:  # a bug must cost one pod one attempt, not the loop
+        log.exception("scheduling cycle failed", extra={"pod": pod.key})
+        handle_scheduling_failure(sched, attempt, error_status(exc), None)
+        return None
+    finally:
+        sched.observer.algorithm(sched.clock() - attempt.start)
+
+    attempt.host = host = result.suggested_host
+    attempt.evaluated_nodes, attempt.feasible_nodes = result.evaluated_nodes, result.feasible_nodes
+    attempt.assumed = assumed = sched.cache.assume_pod(pod, host)
+    status = fwk.run_reserve(attempt.state, assumed, host)
+    if status is None:
+        status = fwk.run_permit(attempt.state, assumed, host)
+        if status is not None and status.code == Code.WAIT:
+            status = None  # parked: the binding cycle waits for it
+    if status is not None:
+        fwk.run_unreserve(attempt.state, assumed, host)
+        sched.cache.forget_pod(pod.uid)
+        handle_scheduling_failure(sched, attempt, *_single_node_failure(status, host))
+        return None
+    return binding_cycle(sched, attempt)
+
+
+def _single_node_failure(status: Status, host: str) -> tuple[Status, Diagnosis | None]:
+    """Reserve/Permit rejections read like a FitError over the one chosen node."""
+    if not status.is_rejected():
+        return status, None
+    diagnosis = Diagnosis(node_to_status={host: status})
+    diagnosis.add_plugin_status(status)
+    return Status(status.code, (str(FitError(1, diagnosis)),), status.plugin), diagnosis
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. The binding cycle
+
+
+async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
+    """Permit wait, PreBind, Bind, PostBind; on failure undo the assumption and requeue the pod."""
+    fwk, state, host = attempt.fwk, attempt.state, attempt.host
+    assumed = attempt.assumed
+    assert assumed is not None
+    uid = assumed.uid
+    status: Status | None
+    diagnosis: Diagnosis | None = None
+    try:
+        status = await fwk.wait_on_permit(assumed)
+        if status is not None:
+            status, diagnosis = _single_node_failure(status, host)
+        else:
+            status = await fwk.run_pre_bind(state, assumed, host)
+            if status is None:
+                bind_start = sched.clock()
+                status = await fwk.run_bind(state, assumed, host)
+                sched.observer.binding(sched.clock() - bind_start, status is None)
+    except asyncio.CancelledError:
+        fwk.run_unreserve(state, assumed, host)
+        sched.cache.forget_pod(uid)
+        sched.queue.done(uid)
+        raise
+    except Exception as exc:
+        log.exception("binding cycle failed", extra={"pod": assumed.key, "node": host})
+        status = error_status(exc)
+    if status is None:
+        _bound(sched, attempt, assumed)
+        return
+    fwk.run_unreserve(state, assumed, host)
+    sched.cache.forget_pod(uid)
+    if isinstance(status.error, AlreadyBoundError | PodGoneError):
+        log.info("pod left the queue during binding", extra={"pod": assumed.key, "error": status.message()})
+        sched.pending.pop(uid, None)
+        sched.queue.done(uid)
+        return
+    sched.move_assigned_pod_delete()
+    handle_scheduling_failure(sched, attempt, status, diagnosis)
+
+
+def _bound(sched: Scheduler, attempt: Attempt, assumed: PodInfo) -> None:
+    """The bind call succeeded: finish the assumption, report `Scheduled`, run PostBind."""
+    uid, host = assumed.uid, attempt.host
+    sched.bound_count += 1
+    sched.cache.finish_binding(uid)
+    sched.pending.pop(uid, None)
+    sched.forget_pod_state(uid)
+    now = sched.clock()
+    sched.observer.attempt("scheduled", attempt.fwk.profile_name, now - attempt.start)
+    sched.observer.pod_scheduled(attempt.qpi.attempts, now - attempt.qpi.initial_attempt_timestamp)
+    sched.api.record_scheduled(assumed, host)
+    attempt.fwk.run_post_bind(attempt.state, assumed, host)
+    sched.queue.done(uid)
+    if log.isEnabledFor(V2):
+        log.log(
+            V2,
+            "Successfully bound pod to node",
+            extra={
+                "pod": assumed.key,
+                "node": host,
+                "evaluatedNodes": attempt.evaluated_nodes,
+                "feasibleNodes": attempt.feasible_nodes,
+            },
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. Failure handling
+
+
+def handle_scheduling_failure(
+    sched: Scheduler, attempt: Attempt, status: Status, diagnosis: Diagnosis | None
+) -> None:
+    """Requeue the pod, then report the failure the way kube-scheduler does (event + condition)."""
+    qpi, fwk = attempt.qpi, attempt.fwk
+    rejected = status.is_rejected()
+    reason = REASON_UNSCHEDULABLE if rejected else REASON_SCHEDULER_ERROR
+    sched.observer.attempt("unschedulable" if rejected else "error", fwk.profile_name, sched.clock() - attempt.start)
+    qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins) if diagnosis else set()
+    qpi.pending_plugins = set(diagnosis.pending_plugins) if diagnosis else set()
+    message = status.message()
+    current = sched.pending.get(qpi.pod.uid)
+    if current is None:  # deleted or bound by someone else meanwhile: nothing to report
+        sched.queue.done(qpi.pod.uid)
+        return
+    qpi.pod = current
+    sched.queue.add_unschedulable_if_not_present(qpi, attempt.cycle)
+    sched.notify()
+    log.info("unable to schedule pod", extra={"pod": current.key, "reason": reason, "error": message})
+    sched.last_failure[current.uid] = (reason, message)
+    sched.api.record_failure(current, reason, message)

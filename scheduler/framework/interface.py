@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Flag, auto
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from scheduler.framework.objects import ObjectLister
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
@@ -136,12 +137,15 @@ class Binder(Protocol):
 
 
 class Handle(Protocol):
-    """What plugins may use from the scheduler: the current snapshot and the binder."""
+    """What plugins may use from the scheduler: the current snapshot, the binder, the other cluster objects."""
 
     def snapshot(self) -> Snapshot: ...
 
     @property
     def binder(self) -> Binder: ...
+
+    @property
+    def objects(self) -> ObjectLister: ...
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -149,9 +153,14 @@ class Handle(Protocol):
 
 
 class Plugin:
-    """Base of every plugin; `name` is the registry name used in configuration."""
+    """Base of every plugin; `name` is the registry name used in configuration.
+
+    `object_kinds` names the cluster objects besides nodes and pods the plugin reads through
+    `Handle.objects` (kinds of `scheduler.framework.objects.KINDS`); the scheduler watches exactly those.
+    """
 
     name: ClassVar[str] = ""
+    object_kinds: ClassVar[tuple[str, ...]] = ()
 
 
 class EnqueueExtensions:

@@ -45,3 +45,6 @@ class Observer:
 
     def cache_drift(self, kind: str, count: int) -> None:
         """pyscheduler_cache_drift_repaired_total{kind}: objects the relist reconciliation repaired."""
+
+    def unsupported_pod(self, feature: str) -> None:
+        """pyscheduler_unsupported_pods_total{feature}: pods left Pending by the fail-closed guard."""

@@ -106,9 +106,15 @@ class Framework:
         score_weights: Mapping[str, int],
         percentage_of_nodes_to_score: int | None = None,
         observer: Observer | None = None,
+        upstream_plugins: frozenset[str] = frozenset(),
     ) -> None:
-        """`points` maps an extension point name to the ordered plugin names enabled there."""
+        """`points` maps an extension point name to the ordered plugin names enabled there.
+
+        `upstream_plugins`: the default plugins kube-scheduler would run (PreFilter/Filter) for this
+        profile; the fail-closed guard refuses pods needing one of them that pyscheduler lacks.
+        """
         self.profile_name = profile_name
+        self.upstream_plugins = upstream_plugins
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.observer = observer or Observer()
         self.plugins: dict[str, Plugin] = {p.name: p for p in plugins}
@@ -147,6 +153,10 @@ class Framework:
             if isinstance(plugin, EnqueueExtensions):
                 out[plugin.name] = plugin.events_to_register()
         return out
+
+    def object_kinds(self) -> set[str]:
+        """The cluster object kinds this profile's plugins read (what the cluster adapter must watch)."""
+        return {kind for plugin in self.plugins.values() for kind in plugin.object_kinds}
 
     def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
         for pl in self.pre_enqueue:

@@ -285,6 +285,21 @@ class PodInfo:
     generation: int = 0
     creation_timestamp: str = ""
     spec_fingerprint: int = 0
+    # Read by InterPodAffinity / PodTopologySpread / the volume plugins / preemption (raw API shapes: the
+    # plugins parse what they need once and keep it in `derived`).
+    topology_spread_constraints: tuple[JSON, ...] = ()
+    volumes: tuple[JSON, ...] = ()  # spec.volumes that a scheduler plugin looks at (not configMap, secret, ...)
+    pvc_names: tuple[str, ...] = ()  # claims the pod uses: persistentVolumeClaim.claimName and "<pod>-<volume>"
+    resource_claims: tuple[JSON, ...] = ()
+    has_pod_affinity: bool = False  # spec.affinity.podAffinity or podAntiAffinity is set (PodsWithAffinity)
+    has_required_anti_affinity: bool = False  # required podAntiAffinity terms (PodsWithRequiredAntiAffinity)
+    start_time: str = ""  # status.startTime (preemption ranks victims by it)
+    preempted_by_scheduler: bool = False  # condition DisruptionTarget=True reason PreemptionByScheduler
+    owner_uid: str = ""
+    owner_api_version: str = ""
+    # Per-pod data a plugin derived from the fields above (parsed affinity terms, selectors...), keyed by the
+    # plugin's name. Shared by the assumed copy (`with_node`): it depends on the spec only.
+    derived: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -425,6 +440,57 @@ def _tolerations(raw: Any) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
+# Volume sources no scheduler plugin looks at (node-independent or always attachable): dropped at parse time
+# so the cache does not keep the kube-api-access projected volume of every pod.
+_IGNORED_VOLUME_SOURCES = frozenset({"configMap", "secret", "downwardAPI", "projected", "emptyDir"})
+
+
+def _volumes(spec: Mapping[str, Any], pod_name: str) -> tuple[tuple[JSON, ...], tuple[str, ...]]:
+    """(volumes a plugin may check, claim names the pod uses) from spec.volumes."""
+    raw = spec.get("volumes")
+    if not raw:
+        return (), ()
+    if not isinstance(raw, list):
+        raise ParseError(f"spec.volumes: expected a list, got {type(raw).__name__}")
+    kept: list[JSON] = []
+    claims: list[str] = []
+    for i, vol in enumerate(raw):
+        if not isinstance(vol, dict):
+            raise ParseError(f"spec.volumes[{i}]: expected an object")
+        sources = [k for k in vol if k != "name"]
+        if sources and all(k in _IGNORED_VOLUME_SOURCES for k in sources):
+            continue
+        kept.append(vol)
+        pvc = vol.get("persistentVolumeClaim")
+        if isinstance(pvc, dict) and pvc.get("claimName"):
+            claims.append(str(pvc["claimName"]))
+        elif vol.get("ephemeral") is not None:
+            claims.append(f"{pod_name}-{vol.get('name')}")  # ephemeral.VolumeClaimName
+    return tuple(kept), tuple(claims)
+
+
+def _pod_affinity_flags(affinity: Mapping[str, Any] | None) -> tuple[bool, bool]:
+    """(has pod affinity or anti-affinity, has required anti-affinity terms)."""
+    if not affinity:
+        return False, False
+    pa = affinity.get("podAffinity")
+    paa = affinity.get("podAntiAffinity")
+    required_anti = bool(isinstance(paa, dict) and paa.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    return bool(pa or paa), required_anti
+
+
+def _preempted_by_scheduler(status: Mapping[str, Any]) -> bool:
+    for cond in status.get("conditions") or []:
+        if (
+            isinstance(cond, dict)
+            and cond.get("type") == "DisruptionTarget"
+            and cond.get("status") == "True"
+            and cond.get("reason") == "PreemptionByScheduler"
+        ):
+            return True
+    return False
+
+
 def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     """Parse a v1 Pod dict; raise ParseError naming the field when the pod cannot be understood."""
     meta = obj.get("metadata") or {}
@@ -448,12 +514,23 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         raise ParseError("spec.affinity: expected an object")
     images = [c.get("image") or "" for c in (spec.get("initContainers") or [])]
     images += [c.get("image") or "" for c in containers]
-    owner_kind = owner_name = ""
+    owner_kind = owner_name = owner_uid = owner_api_version = ""
     for ref in meta.get("ownerReferences") or []:
-        if ref.get("controller"):
+        if isinstance(ref, dict) and ref.get("controller"):
             owner_kind, owner_name = str(ref.get("kind", "")), str(ref.get("name", ""))
+            owner_uid, owner_api_version = str(ref.get("uid", "")), str(ref.get("apiVersion", ""))
     namespace = str(meta.get("namespace") or "default")
     status = obj.get("status") or {}
+    if not isinstance(status, dict):
+        status = {}
+    volumes, pvc_names = _volumes(spec, str(meta["name"]))
+    spread = spec.get("topologySpreadConstraints") or []
+    if not isinstance(spread, list) or not all(isinstance(c, dict) for c in spread):
+        raise ParseError("spec.topologySpreadConstraints: expected a list of objects")
+    claims = spec.get("resourceClaims") or []
+    if not isinstance(claims, list):
+        raise ParseError("spec.resourceClaims: expected a list")
+    has_affinity, required_anti = _pod_affinity_flags(affinity)
     return PodInfo(
         uid=str(meta.get("uid") or f"{namespace}/{meta['name']}"),
         namespace=namespace,
@@ -482,6 +559,16 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         generation=_int_field(meta.get("generation"), "metadata.generation"),
         creation_timestamp=str(meta.get("creationTimestamp") or ""),
         spec_fingerprint=hash(repr(sorted(spec.items(), key=lambda kv: kv[0]))),
+        topology_spread_constraints=tuple(spread),
+        volumes=volumes,
+        pvc_names=pvc_names,
+        resource_claims=tuple(claims),
+        has_pod_affinity=has_affinity,
+        has_required_anti_affinity=required_anti,
+        start_time=str(status.get("startTime") or ""),
+        preempted_by_scheduler=_preempted_by_scheduler(status),
+        owner_uid=owner_uid,
+        owner_api_version=owner_api_version,
     )
 
 
@@ -556,6 +643,9 @@ class NodeInfo:
         "non_zero_cpu",
         "non_zero_memory",
         "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "pvc_ref_counts",
         "requested",
         "used_ports",
     )
@@ -568,6 +658,11 @@ class NodeInfo:
         self.non_zero_cpu = 0
         self.non_zero_memory = 0
         self.used_ports = HostPortInfo()
+        # Pods with pod (anti-)affinity and with required anti-affinity (upstream PodsWithAffinity /
+        # PodsWithRequiredAntiAffinity), so InterPodAffinity need not look at every pod of every node.
+        self.pods_with_affinity: dict[str, PodInfo] = {}
+        self.pods_with_required_anti_affinity: dict[str, PodInfo] = {}
+        self.pvc_ref_counts: dict[str, int] = {}  # "namespace/claim" -> pods on this node using it
         self.generation = 0
         # Per-node results of plugins keyed by (plugin, pod shape); valid while the pods stay the same.
         # A clone starts empty and add_pod/remove_pod clear it, so a changed node is always recomputed.
@@ -593,6 +688,15 @@ class NodeInfo:
         self.non_zero_memory += pod.non_zero_memory
         for hp in pod.host_ports:
             self.used_ports.add(hp)
+        if pod.has_pod_affinity:
+            self.pods_with_affinity[pod.uid] = pod
+        if pod.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity[pod.uid] = pod
+        if pod.pvc_names:
+            counts = self.pvc_ref_counts
+            for claim in pod.pvc_names:
+                key = f"{pod.namespace}/{claim}"
+                counts[key] = counts.get(key, 0) + 1
 
     def remove_pod(self, uid: str) -> PodInfo | None:
         pod = self.pods.pop(uid, None)
@@ -604,6 +708,17 @@ class NodeInfo:
         self.non_zero_memory -= pod.non_zero_memory
         for hp in pod.host_ports:
             self.used_ports.remove(hp)
+        self.pods_with_affinity.pop(uid, None)
+        self.pods_with_required_anti_affinity.pop(uid, None)
+        if pod.pvc_names:
+            counts = self.pvc_ref_counts
+            for claim in pod.pvc_names:
+                key = f"{pod.namespace}/{claim}"
+                left = counts.get(key, 0) - 1
+                if left > 0:
+                    counts[key] = left
+                else:
+                    counts.pop(key, None)
         return pod
 
     def clone(self) -> NodeInfo:
@@ -613,6 +728,12 @@ class NodeInfo:
         other.non_zero_cpu = self.non_zero_cpu
         other.non_zero_memory = self.non_zero_memory
         other.used_ports = self.used_ports.clone()
+        if self.pods_with_affinity:
+            other.pods_with_affinity = dict(self.pods_with_affinity)
+        if self.pods_with_required_anti_affinity:
+            other.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
+        if self.pvc_ref_counts:
+            other.pvc_ref_counts = dict(self.pvc_ref_counts)
         other.generation = self.generation
         return other
 

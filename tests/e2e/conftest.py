@@ -18,20 +18,27 @@ import contextlib
 import os
 import re
 import secrets
+import signal
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import aiohttp
 import pytest
 from kubernetes_asyncio.client import ApiClient, AppsV1Api, CoreV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import new_client_from_config
 
 from tests.cluster.harness import (
+    REPO_ROOT,
     BinariesMissingError,
     ControlPlane,
     ControlPlaneConfig,
     ManagedProcess,
+    free_port,
 )
 from tests.e2e.kube import (
     JSON,
@@ -42,6 +49,7 @@ from tests.e2e.kube import (
     node_status,
     pod_manifest,
     request_json,
+    single_replica_config,
     wait_for,
 )
 
@@ -289,3 +297,102 @@ def create_pod(api_client: ApiClient, namespace: str) -> PodFactory:
         return await request_json(api_client, "POST", f"/api/v1/namespaces/{target}/pods", body=manifest)
 
     return create
+
+
+# --------------------------------------------------------------------------------------------- pyscheduler
+
+
+@dataclass
+class PySchedulerProcess:
+    """A running `pyscheduler run` subprocess and its HTTP endpoint."""
+
+    process: ManagedProcess
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return self.process.tail(80)
+
+
+async def http_get(url: str) -> tuple[int, str]:
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session,
+        session.get(url) as resp,
+    ):
+        return resp.status, await resp.text()
+
+
+@pytest.fixture
+async def pyscheduler(
+    control_plane: ControlPlane, kubeconfig: Path, tmp_path: Path
+) -> AsyncIterator[PySchedulerProcess]:
+    """pyscheduler as a subprocess, ready (caches synced); SIGTERM afterwards must end it with code 0."""
+    port = free_port()
+    config = single_replica_config(tmp_path)
+    argv = [
+        sys.executable,
+        "-m",
+        "scheduler",
+        "run",
+        "--config",
+        str(config),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--port",
+        str(port),
+        "--bind-address",
+        "127.0.0.1",
+        "-v",
+        "2",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    process = ManagedProcess("pyscheduler", argv, tmp_path / "pyscheduler.log", env=env).start()
+    handle = PySchedulerProcess(process, port)
+    started = time.monotonic()
+
+    async def ready() -> bool:
+        if not process.running():
+            raise AssertionError(f"pyscheduler exited with {process.poll()}:\n{handle.log()}")
+        try:
+            status, _ = await http_get(f"{handle.url}/readyz")
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+        return status == 200
+
+    try:
+        await wait_for(ready, what="pyscheduler /readyz", within=30)
+        print(f"pyscheduler ready after {time.monotonic() - started:.2f} s (process start to caches synced)")
+        yield handle
+    finally:
+        code = None
+        if process.running() and process.pid is not None:
+            os.kill(process.pid, signal.SIGTERM)
+
+            async def exited() -> bool:
+                return not process.running()
+
+            with contextlib.suppress(AssertionError):
+                await wait_for(exited, what="pyscheduler to exit", within=20, interval=0.1)
+            code = process.poll()
+        log_text = handle.log()
+        process.stop()
+        assert code == 0, f"pyscheduler did not exit cleanly on SIGTERM (code {code}):\n{log_text}"
+
+
+async def list_events(api_client: ApiClient, namespace: str) -> list[JSON]:
+    answer = await request_json(api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+    items: list[JSON] = answer["items"]
+    return items
+
+
+async def wait_for_event(api_client: ApiClient, namespace: str, pod_name: str, reason: str) -> JSON:
+    async def probe() -> JSON | None:
+        for event in await list_events(api_client, namespace):
+            if event.get("reason") == reason and event["regarding"].get("name") == pod_name:
+                return event
+        return None
+
+    return await wait_for(probe, what=f"a {reason} event for {namespace}/{pod_name}", within=20)

@@ -17,9 +17,8 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
-from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess
 from tests.e2e.kube import single_replica_config, wait_for, wait_for_pod_bound
-from tests.e2e.test_scheduling import PySchedulerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess
 from tests.e2e.kube import JSON, get_pod, list_pods, request_json, status_condition, wait_for, wait_for_pod_bound
-from tests.e2e.test_scheduling import PySchedulerProcess, pyscheduler  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -50,7 +49,7 @@ async def _daemon_pods_by_node(api_client: ApiClient, namespace: str, expected: 
 
 
 async def test_daemonset_over_zones_joined_at_different_times_binds_every_pod(
-    pyscheduler: PySchedulerProcess,  # noqa: F811
+    pyscheduler: PySchedulerProcess,
     api_client: ApiClient,
     namespace: str,
     create_node: NodeFactory,
@@ -83,7 +82,7 @@ async def test_daemonset_over_zones_joined_at_different_times_binds_every_pod(
 
 
 async def test_host_port_story_names_the_conflict_in_upstream_words(
-    pyscheduler: PySchedulerProcess,  # noqa: F811
+    pyscheduler: PySchedulerProcess,
     api_client: ApiClient,
     namespace: str,
     create_node: NodeFactory,

@@ -14,9 +14,8 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import ManagedProcess
-from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess
 from tests.e2e.kube import JSON, get_pod, request_json, status_condition, wait_for
-from tests.e2e.test_scheduling import PySchedulerProcess, pyscheduler  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -153,7 +152,7 @@ def _without_preemption(message: str) -> str:
 
 async def test_failure_messages_equal_upstream_kube_scheduler(
     kube_scheduler: ManagedProcess,
-    pyscheduler: PySchedulerProcess,  # noqa: F811
+    pyscheduler: PySchedulerProcess,
     api_client: ApiClient,
     namespace: str,
     create_node: NodeFactory,
@@ -194,7 +193,7 @@ async def _event(api_client: ApiClient, namespace: str, name: str, reason: str) 
 
 async def test_scheduled_event_equals_upstream_kube_scheduler(
     kube_scheduler: ManagedProcess,
-    pyscheduler: PySchedulerProcess,  # noqa: F811
+    pyscheduler: PySchedulerProcess,
     api_client: ApiClient,
     namespace: str,
     create_node: NodeFactory,

@@ -28,9 +28,8 @@ import yaml
 from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import REPO_ROOT, ManagedProcess, default_bin_dir, free_port
-from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, wait_for_event
 from tests.e2e.kube import wait_for, wait_for_pod_bound
-from tests.e2e.test_scheduling import PySchedulerProcess, pyscheduler, wait_for_event  # noqa: F401
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -147,7 +146,7 @@ class Prometheus:
 
 
 @pytest.fixture
-def prometheus_config(tmp_path: Path, pyscheduler: PySchedulerProcess) -> Iterator[Path]:  # noqa: F811
+def prometheus_config(tmp_path: Path, pyscheduler: PySchedulerProcess) -> Iterator[Path]:
     config = {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
         "scrape_configs": [
@@ -221,7 +220,7 @@ def has_data(body: dict[str, Any]) -> bool:
 
 async def test_dashboard_and_alert_queries_return_data(
     prometheus: Prometheus,
-    pyscheduler: PySchedulerProcess,  # noqa: F811
+    pyscheduler: PySchedulerProcess,
     api_client: ApiClient,
     namespace: str,
     create_node: NodeFactory,

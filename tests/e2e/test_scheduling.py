@@ -9,18 +9,11 @@ repair it. Nothing is mocked: every read and write goes to the API server.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 import socket
-import sys
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
@@ -28,13 +21,11 @@ from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.watch import ClusterWatcher
 from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core.profile import build_scheduler, default_config
-from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
-from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, http_get, list_events, wait_for_event
 from tests.e2e.kube import (
     JSON,
     get_pod,
     request_json,
-    single_replica_config,
     status_condition,
     wait_for,
     wait_for_pod_bound,
@@ -43,102 +34,6 @@ from tests.e2e.kube import (
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
 SCHEDULER_NAME = "pyscheduler"
-
-
-@dataclass
-class PySchedulerProcess:
-    """A running `pyscheduler run` subprocess and its HTTP endpoint."""
-
-    process: ManagedProcess
-    port: int
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def log(self) -> str:
-        return self.process.tail(80)
-
-
-async def _http_get(url: str) -> tuple[int, str]:
-    async with (
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session,
-        session.get(url) as resp,
-    ):
-        return resp.status, await resp.text()
-
-
-@pytest.fixture
-async def pyscheduler(
-    control_plane: ControlPlane, kubeconfig: Path, tmp_path: Path
-) -> AsyncIterator[PySchedulerProcess]:
-    """pyscheduler as a subprocess, ready (caches synced); SIGTERM afterwards must end it with code 0."""
-    port = free_port()
-    config = single_replica_config(tmp_path)
-    argv = [
-        sys.executable,
-        "-m",
-        "scheduler",
-        "run",
-        "--config",
-        str(config),
-        "--kubeconfig",
-        str(kubeconfig),
-        "--port",
-        str(port),
-        "--bind-address",
-        "127.0.0.1",
-        "-v",
-        "2",
-    ]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    process = ManagedProcess("pyscheduler", argv, tmp_path / "pyscheduler.log", env=env).start()
-    handle = PySchedulerProcess(process, port)
-    started = time.monotonic()
-
-    async def ready() -> bool:
-        if not process.running():
-            raise AssertionError(f"pyscheduler exited with {process.poll()}:\n{handle.log()}")
-        try:
-            status, _ = await _http_get(f"{handle.url}/readyz")
-        except (aiohttp.ClientError, TimeoutError):
-            return False
-        return status == 200
-
-    try:
-        await wait_for(ready, what="pyscheduler /readyz", within=30)
-        print(f"pyscheduler ready after {time.monotonic() - started:.2f} s (process start to caches synced)")
-        yield handle
-    finally:
-        code = None
-        if process.running() and process.pid is not None:
-            os.kill(process.pid, signal.SIGTERM)
-
-            async def exited() -> bool:
-                return not process.running()
-
-            with contextlib.suppress(AssertionError):
-                await wait_for(exited, what="pyscheduler to exit", within=20, interval=0.1)
-            code = process.poll()
-        log_text = handle.log()
-        process.stop()
-        assert code == 0, f"pyscheduler did not exit cleanly on SIGTERM (code {code}):\n{log_text}"
-
-
-async def list_events(api_client: ApiClient, namespace: str) -> list[JSON]:
-    answer = await request_json(api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
-    items: list[JSON] = answer["items"]
-    return items
-
-
-async def wait_for_event(api_client: ApiClient, namespace: str, pod_name: str, reason: str) -> JSON:
-    async def probe() -> JSON | None:
-        for event in await list_events(api_client, namespace):
-            if event.get("reason") == reason and event["regarding"].get("name") == pod_name:
-                return event
-        return None
-
-    return await wait_for(probe, what=f"a {reason} event for {namespace}/{pod_name}", within=20)
 
 
 # --------------------------------------------------------------------------------------------- (a)
@@ -187,9 +82,9 @@ async def test_pods_are_bound_with_scheduled_events(
     await wait_for(all_events, what="a Scheduled event per pod", within=20)
 
     for path in ("/livez", "/healthz", "/readyz", "/metrics", "/configz"):
-        status, body = await _http_get(pyscheduler.url + path)
+        status, body = await http_get(pyscheduler.url + path)
         assert status == 200, (path, body)
-    _, configz = await _http_get(pyscheduler.url + "/configz")
+    _, configz = await http_get(pyscheduler.url + "/configz")
     assert '"schedulerName": "pyscheduler"' in configz or '"scheduler_name": "pyscheduler"' in configz
 
 
@@ -275,17 +170,6 @@ async def test_long_message_is_truncated_in_the_event_but_not_in_the_condition(
     assert len(message.encode()) > 1024
     assert len(note.encode()) == 1024 and note.endswith(" ...")
     assert message.startswith(note[: -len(" ...")])
-
-
-# --------------------------------------------------------------------------------------------- (d)
-
-
-@pytest.mark.skip(
-    reason="no pod the API server accepts is rejected by parse_pod: the server validates and canonicalizes "
-    "every field it reads (quantities, ports, priority), so ParseError is only reachable from hand-written dumps"
-)
-async def test_unparseable_pod() -> None:
-    """Placeholder documenting why there is no live case for the parse-failure path."""
 
 
 # --------------------------------------------------------------------------------------------- (e)

@@ -82,6 +82,12 @@ METRICS: tuple[Metric, ...] = (
         "Cache entries the periodic re-list found out of date and repaired, by object kind.",
     ),
     Metric(
+        "pyscheduler_unsupported_pods_total",
+        "counter",
+        ("feature",),
+        "Pods left Pending because they use a field pyscheduler does not evaluate yet (fail closed), by feature.",
+    ),
+    Metric(
         "pyscheduler_leader",
         "gauge",
         (),

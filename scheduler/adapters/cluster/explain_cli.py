@@ -24,6 +24,7 @@ from scheduler.adapters.memory import MemoryCluster
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.explain import Explanation, explain_pod, render_text
 from scheduler.core.profile import build_scheduler
+from scheduler.framework.objects import KINDS
 from scheduler.framework.types import ParseError, parse_pod
 
 EXIT_USAGE = 2
@@ -80,21 +81,25 @@ async def explain_from_api(
         qps=config.client_connection.qps,
         burst=config.client_connection.burst,
     )
+    cluster = MemoryCluster()
+    scheduler = build_scheduler(cluster, config)
+    cluster.attach(scheduler)
+    kinds = sorted({kind for fwk in scheduler.profiles.values() for kind in fwk.object_kinds()})
     try:
         target = await pod_getter(client)(namespace, name)
         if target is None:
             raise ExplainError(f'pods "{name}" not found in namespace "{namespace}"')
-        (nodes, _), (pods, _) = await asyncio.gather(
+        (nodes, _), (pods, _), *others = await asyncio.gather(
             client.list_all(NODES_PATH, limit=LIST_PAGE_SIZE),
             client.list_all(PODS_PATH, field_selector=POD_FIELD_SELECTOR, limit=LIST_PAGE_SIZE),
+            *(client.list_all(KINDS[kind].list_path(), limit=LIST_PAGE_SIZE) for kind in kinds),
         )
     except ApiError as exc:
         raise ExplainError(f"the API server answered {exc.status}: {exc.message}") from exc
     finally:
         await client.close()
-    cluster = MemoryCluster()
-    scheduler = build_scheduler(cluster, config)
-    cluster.attach(scheduler)
+    for kind, (objects, _) in zip(kinds, others, strict=True):
+        scheduler.resync_objects(kind, list(objects))
     for node in nodes:
         cluster.apply_node(node)
     for obj in pods:

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from scheduler.core.unsupported import UNSUPPORTED
 from scheduler.framework.observer import CODE_NAMES, Observer
 from scheduler.framework.status import Code
 
@@ -117,6 +118,14 @@ class SchedulerMetrics(Observer):
         self.bind_errors = Counter(
             "pyscheduler_bind_errors", "Bindings that failed (the pod was forgotten and retried).", registry=registry
         )
+        self.unsupported = Counter(
+            "pyscheduler_unsupported_pods",
+            "Pods left Pending because they use a field pyscheduler does not evaluate yet (fail closed), by feature.",
+            ["feature"],
+            registry=registry,
+        )
+        for entry in UNSUPPORTED:
+            self.unsupported.labels(entry.feature)
         self.leader = Gauge("pyscheduler_leader", "1 while this replica holds the leader lease.", registry=registry)
         self.build = Info("pyscheduler_build", "Build information.", registry=registry)
         self.build.info({"version": "0.1.0"})
@@ -149,6 +158,9 @@ class SchedulerMetrics(Observer):
     def cache_drift(self, kind: str, count: int) -> None:
         self.drift.labels(kind).inc(count)
 
+    def unsupported_pod(self, feature: str) -> None:
+        self.unsupported.labels(feature).inc()
+
     def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
         """rest_client_requests_total and rest_client_request_duration_seconds for one API call."""
         self.rest_requests.labels(code, method, host).inc()
@@ -171,8 +183,11 @@ class SchedulerStateCollector(Collector):
             "the scheduler never attempted to schedule because they are gated.",
             labels=["queue"],
         )
+        counts_by_queue = s.queue.pending()
+        # Pods the fail-closed guard keeps out of the queue are pending and unschedulable all the same.
+        counts_by_queue["unschedulable"] = counts_by_queue.get("unschedulable", 0) + len(s.unsupported)
         for queue in ("active", "backoff", "unschedulable", "gated"):
-            pending.add_metric([queue], s.queue.pending().get(queue, 0))
+            pending.add_metric([queue], counts_by_queue.get(queue, 0))
         yield pending
 
         unschedulable = GaugeMetricFamily(

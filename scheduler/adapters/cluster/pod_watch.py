@@ -22,19 +22,22 @@ from contextlib import asynccontextmanager
 
 import aiohttp
 
-from scheduler.adapters.cluster.client import JSON, ApiError, status_message
-from scheduler.adapters.cluster.watch import POD_FIELD_SELECTOR, PODS_PATH, ClusterWatcher, WatchDiedError, wait_or_stop
+from scheduler.adapters.cluster.client import JSON, ApiError
+from scheduler.adapters.cluster.streaming import (
+    READ_TIMEOUT,
+    SERVER_TIMEOUT,
+    ResourceExpiredError,
+    check_event,
+    open_watch,
+)
+from scheduler.adapters.cluster.watch import POD_FIELD_SELECTOR, PODS_PATH, ClusterWatcher, wait_or_stop
 
 log = logging.getLogger("pyscheduler.watch.pods")
 
-SERVER_TIMEOUT = 300  # timeoutSeconds: must be an int (the API server answers 400 to "300.0")
-READ_TIMEOUT = 90.0  # > the ~60 s bookmark period
+__all__ = ["PodWatch", "ResourceExpiredError"]
+
 BACKOFF_MIN = 0.5
 BACKOFF_MAX = 10.0
-
-
-class ResourceExpiredError(Exception):
-    """The watch's resourceVersion is too old (410 Gone): relist."""
 
 
 class PodWatch:
@@ -101,60 +104,24 @@ class PodWatch:
 
     def handle(self, event: JSON) -> None:
         """One decoded watch event: dispatch it, remember its resourceVersion; 410 raises."""
-        kind = event.get("type")
-        obj = event.get("object")
-        if not isinstance(obj, dict):
-            raise ValueError(f"watch event without an object: {kind}")
-        if kind == "ERROR":
-            if obj.get("code") == 410:
-                raise ResourceExpiredError(str(obj.get("message") or "410 Gone"))
-            raise ApiError(int(obj.get("code") or 0), str(obj.get("reason") or ""), str(obj.get("message") or ""), obj)
+        kind, obj = check_event(event)
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if kind == "BOOKMARK":
             self.watcher.stats.last_event = self.watcher.clock()
-        elif kind in ("ADDED", "MODIFIED", "DELETED"):
-            self.watcher._dispatch("pods", kind, obj)
         else:
-            raise ValueError(f"unknown watch event type {kind!r}")
+            self.watcher._dispatch("pods", kind, obj)
         if rv:
             self.resource_version = str(rv)
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[AsyncIterable[bytes]]:
-        """One WATCH request through the KubeClient's session (auth, TLS, rate limit); yields its lines."""
-        query: list[tuple[str, str | int]] = [
-            ("watch", "1"),
-            ("resourceVersion", self.resource_version),
-            ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", self.server_timeout),
-            ("fieldSelector", POD_FIELD_SELECTOR),
-        ]
-        timeout = aiohttp.ClientTimeout(
-            total=None,
-            connect=self.client.connect_timeout,
-            sock_connect=self.client.connect_timeout,
-            sock_read=self.read_timeout,
-        )
-        await self.client.limiter.acquire()
-        self.client.stats.requests += 1
-        async with asyncio.timeout(self.client.connect_timeout + self.read_timeout):
-            resp = await self.client.api_client.call_api(
-                PODS_PATH,
-                "GET",
-                query_params=query,
-                header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-        try:
-            if resp.status == 410:
-                raise ResourceExpiredError(f"HTTP 410 for resourceVersion {self.resource_version}")
-            if resp.status >= 400:
-                reason, message, decoded = status_message(resp.status, await resp.read())
-                if resp.status in (400, 401, 403, 404):
-                    raise WatchDiedError(f"pod watch refused (HTTP {resp.status}): {message}")
-                raise ApiError(resp.status, reason, message, decoded)
-            yield resp.content
-        finally:
-            resp.close()  # a watch cut short leaves unread data: never hand that connection back to the pool
+        """One WATCH request from the last resourceVersion; yields its lines."""
+        async with open_watch(
+            self.client,
+            PODS_PATH,
+            self.resource_version,
+            field_selector=POD_FIELD_SELECTOR,
+            server_timeout=self.server_timeout,
+            read_timeout=self.read_timeout,
+        ) as lines:
+            yield lines

@@ -4,6 +4,7 @@ Task layout (all in one event loop):
   writer-N        ClusterWriter workers (events, PodScheduled patches)
   cache-sync      initial LIST ("caches synced"), then periodic resync
   pod-watch       PodWatch: the pods WATCH from the initial LIST's resourceVersion (relists on 410)
+  informer-KIND   ObjectInformer: LIST+WATCH of each other kind the enabled plugins read (Namespaces, PVCs...)
   scheduling      waits for caches synced and for leadership, then Scheduler.run
   leader-election LeaseElector (leaderElection.leaderElect): campaigns, then renews; ends the process if lost
   kopf-operator   kopf's node watch (spawned last: kopf cancels tasks created after it started)
@@ -36,6 +37,7 @@ from prometheus_client.process_collector import ProcessCollector
 
 from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.debug import DebugHandlers, pod_getter, signal_comparer
+from scheduler.adapters.cluster.informers import ObjectInformer
 from scheduler.adapters.cluster.leader import LeaseElector
 from scheduler.adapters.cluster.metrics import SchedulerMetrics, SchedulerStateCollector
 from scheduler.adapters.cluster.pod_watch import PodWatch
@@ -97,6 +99,7 @@ class Health:
         self.watch_stale = watch_stale
         self.scheduling_started = False
         self.kopf_task: asyncio.Task[None] | None = None
+        self.informers: list[ObjectInformer] = []
         self.started = time.monotonic()
 
     def live_checks(self) -> dict[str, str | None]:
@@ -120,7 +123,10 @@ class Health:
 
     def ready_checks(self) -> dict[str, str | None]:
         checks = self.live_checks()
-        checks["informer-sync"] = None if self.watcher.synced.is_set() else "caches not synced yet"
+        unsynced = [i.kind for i in self.informers if not i.synced.is_set()]
+        if not self.watcher.synced.is_set():
+            unsynced.insert(0, "nodes/pods")
+        checks["informer-sync"] = f"caches not synced yet: {', '.join(unsynced)}" if unsynced else None
         return checks
 
 
@@ -227,6 +233,9 @@ async def run(
     registry = metrics_registry(scheduler, metrics)
     watcher = ClusterWatcher(scheduler, client, writer, resync_period=resync_period)
     health = Health(scheduler, watcher, watch_stale=2 * resync_period + 60.0)
+    kinds = sorted({kind for fwk in scheduler.profiles.values() for kind in fwk.object_kinds()})
+    informers = [ObjectInformer(kind, scheduler, client, resync_period=resync_period) for kind in kinds]
+    health.informers = informers
 
     def stats() -> dict[str, Any]:
         return {
@@ -259,6 +268,8 @@ async def run(
 
         async def scheduling() -> None:
             await watcher.synced.wait()
+            for informer in informers:  # WaitForCacheSync: plugins must see every object before deciding
+                await informer.synced.wait()
             await leader_gate()
             if stop.is_set():
                 return
@@ -277,6 +288,9 @@ async def run(
         tasks[watchdog_task] = "watch-watchdog"
         pod_watch_task = loop.create_task(PodWatch(watcher).run(stop), name="pod-watch")
         tasks[pod_watch_task] = "pod-watch"
+        for informer in informers:
+            name = f"informer-{informer.kind}"
+            tasks[loop.create_task(informer.run(stop), name=name)] = name
         if elector is not None:
             elector_task = loop.create_task(elector.run(stop), name="leader-election")
             tasks[elector_task] = "leader-election"

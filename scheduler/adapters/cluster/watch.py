@@ -28,6 +28,7 @@ from typing import Any
 import kopf
 
 from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient
+from scheduler.adapters.cluster.streaming import WatchDiedError
 from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core.scheduler import DELETED, Scheduler
 
@@ -44,10 +45,6 @@ FORBIDDEN_ATTEMPTS = 3
 
 Key = tuple[str, str]  # ("nodes", name) or ("pods", uid)
 WATCHED = ("nodes.v1",)  # how kopf names the resources in its watcher task names (pods: PodWatch)
-
-
-class WatchDiedError(RuntimeError):
-    """A kopf watch stream stopped for good; the process should exit so that it is restarted."""
 
 
 class AccessDeniedError(RuntimeError):

@@ -1,0 +1,251 @@
+"""Watch events in: nodes, pods and other cluster objects into the cache, the queue and the object store.
+
+Upstream's eventhandlers.go: an assigned pod updates the cache, an unassigned pod of one of our profiles
+updates the queue, and every change that may make a rejected pod schedulable becomes a `ClusterEvent` that
+moves pods out of the unschedulable pool. Both adapters call these handlers (through `Scheduler`): the
+cluster adapter from its watches and LISTs, the in-memory adapter from a file.
+
+Pods we cannot parse and pods that use fields pyscheduler does not evaluate yet (`unsupported.py`) never
+enter the queue: they get a failure report once, and are re-checked when they change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from scheduler.core.api import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE
+from scheduler.core.unsupported import find_unsupported, unsupported_message
+from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, ClusterEvent
+from scheduler.framework.types import NodeRecord, ParseError, PodInfo, parse_node, parse_pod
+
+if TYPE_CHECKING:
+    from scheduler.core.scheduler import Scheduler
+
+log = logging.getLogger("pyscheduler.scheduler")
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+EVENT_NODE_ADD = ClusterEvent(NODE, ActionType.ADD, "NodeAdd")
+EVENT_ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
+EVENT_ASSIGNED_POD_UPDATE = ClusterEvent(ASSIGNED_POD, ActionType.UPDATE, "AssignedPodUpdate")
+EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+
+
+def pod_uid(obj: Mapping[str, Any]) -> str:
+    """The uid of a pod object (namespace/name when it has none, as in hand-written simulation files)."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+
+
+class EventHandlers:
+    """Routes one scheduler's watch events; holds no state of its own (it lives on the Scheduler)."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.s = scheduler
+
+    # ------------------------------------------------------------------ nodes
+
+    def on_node_event(self, kind: str | None, obj: Mapping[str, Any]) -> None:
+        """Apply a node watch event (kind None is an object from a LIST)."""
+        s = self.s
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        if kind == DELETED:
+            if name:
+                s.cache.remove_node(name)
+            return
+        try:
+            record = parse_node(obj)
+        except ParseError as exc:
+            log.error("cannot parse node", extra={"node": name, "error": str(exc)})
+            return
+        info = s.cache.get_node(record.name)
+        old = info.node if info is not None else None
+        if old is None:
+            s.cache.add_node(record)
+            s.move(EVENT_NODE_ADD)
+            return
+        action = s.cache.update_node(old, record)
+        if action:
+            s.move(ClusterEvent(NODE, action, "NodeUpdate"))
+
+    # ------------------------------------------------------------------ pods
+
+    def on_pod_event(self, kind: str | None, obj: Mapping[str, Any]) -> None:
+        """Apply a pod watch event: assigned pods feed the cache, our pending pods feed the queue."""
+        uid = pod_uid(obj)
+        if kind == DELETED:
+            self.forget_pod(uid)
+            return
+        try:
+            pod = parse_pod(obj)
+        except ParseError as exc:
+            self._unparsable_pod(uid, obj, exc)
+            return
+        if pod.phase in TERMINAL_PHASES:
+            self.forget_pod(uid)
+            return
+        if pod.node_name:
+            self._assigned_pod(pod)
+        elif pod.scheduler_name in self.s.profiles:
+            self._pending_pod(pod)
+
+    def forget_pod(self, uid: str) -> None:
+        """The pod is gone (deleted, finished): drop it from the queue, the cache and every per-pod map."""
+        s = self.s
+        s.queue.delete(uid)
+        s.pending.pop(uid, None)
+        s.forget_pod_state(uid)
+        if s.cache.get_pod(uid) is not None:
+            s.cache.remove_pod(uid)
+            s.move(EVENT_ASSIGNED_POD_DELETE)
+
+    def _assigned_pod(self, pod: PodInfo) -> None:
+        s = self.s
+        if pod.uid in s.pending:
+            del s.pending[pod.uid]
+            s.queue.delete(pod.uid)
+        s.forget_pod_state(pod.uid)
+        old = s.cache.get_pod(pod.uid)
+        if old is None or s.cache.is_assumed(pod.uid):
+            s.cache.add_pod(pod)
+            if old is None:
+                s.move(EVENT_ASSIGNED_POD_ADD)
+            return
+        action = s.cache.update_pod(old, pod)
+        if action:
+            s.move(ClusterEvent(ASSIGNED_POD, action, "AssignedPodUpdate"))
+
+    def _pending_pod(self, pod: PodInfo) -> None:
+        s = self.s
+        if s.cache.is_assumed(pod.uid):
+            return  # bound by us a moment ago; the watch has not caught up yet
+        s.parse_failures.pop(pod.uid, None)
+        if pod.terminating:
+            s.queue.delete(pod.uid)
+            s.pending.pop(pod.uid, None)
+            s.unsupported.pop(pod.uid, None)
+            return
+        if self._refuse_unsupported(pod):
+            return
+        old = s.pending.get(pod.uid)
+        s.pending[pod.uid] = pod
+        if old is None or pod.uid not in s.queue:
+            s.queue.add(pod)
+        else:
+            s.queue.update(old, pod)
+        s.notify()
+
+    def _refuse_unsupported(self, pod: PodInfo) -> bool:
+        """Fail closed: a pod using a field we do not evaluate is reported once and kept out of the queue."""
+        s = self.s
+        fwk = s.profiles[pod.scheduler_name]
+        findings = find_unsupported(pod, fwk.upstream_plugins, fwk.plugins)
+        if not findings:
+            if s.unsupported.pop(pod.uid, None) is not None:
+                log.info("pod no longer uses unsupported fields; queueing it", extra={"pod": pod.key})
+            return False
+        message = unsupported_message(findings)
+        s.queue.delete(pod.uid)
+        s.pending.pop(pod.uid, None)
+        previous = s.unsupported.get(pod.uid)
+        s.unsupported[pod.uid] = (pod, findings)
+        if previous is not None and unsupported_message(previous[1]) == message:
+            return True
+        for finding in findings:
+            s.observer.unsupported_pod(finding.feature)
+        log.warning(
+            "pod uses fields pyscheduler does not evaluate; leaving it Pending",
+            extra={"pod": pod.key, "fields": [f.field for f in findings]},
+        )
+        s.last_failure[pod.uid] = (REASON_UNSCHEDULABLE, message)
+        s.api.record_failure(pod, REASON_UNSCHEDULABLE, message)
+        return True
+
+    def _unparsable_pod(self, uid: str, obj: Mapping[str, Any], exc: ParseError) -> None:
+        """A pod we cannot understand gets a FailedScheduling event saying why; everyone else goes on."""
+        s = self.s
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        if not isinstance(meta, dict):
+            meta = {}
+        if not isinstance(spec, dict):
+            spec = {}
+        log.warning("cannot parse pod", extra={"pod": f"{meta.get('namespace')}/{meta.get('name')}", "error": str(exc)})
+        if spec.get("nodeName") or spec.get("schedulerName", "default-scheduler") not in s.profiles:
+            return
+        message = f"failed to parse pod: {exc}"
+        if s.parse_failures.get(uid) == message:
+            return
+        s.parse_failures[uid] = message
+        s.pending.pop(uid, None)
+        s.queue.delete(uid)
+        stub = PodInfo(
+            uid=uid,
+            namespace=str(meta.get("namespace") or "default"),
+            name=str(meta.get("name") or ""),
+            scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        )
+        s.last_failure[uid] = (REASON_SCHEDULER_ERROR, message)
+        s.api.record_failure(stub, REASON_SCHEDULER_ERROR, message)
+
+    # ------------------------------------------------------------------ other objects
+
+    def on_object_event(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        """Apply a watch event of another kind (Namespace, PersistentVolumeClaim, ...) to the object store."""
+        action = self.s.objects.apply(kind, event_type, dict(obj))
+        if action:
+            self.s.move(ClusterEvent(kind, action))
+
+    def resync_objects(self, kind: str, objects: list[Mapping[str, Any]]) -> dict[str, int]:
+        """Converge one kind to a fresh LIST; a change moves the pods whose plugins registered the kind."""
+        counts = self.s.objects.replace(kind, [dict(o) for o in objects])
+        if any(counts.values()):
+            self.s.move(ClusterEvent(kind, ActionType.ALL, f"{kind}Resync"))
+        return counts
+
+    # ------------------------------------------------------------------ relist
+
+    def resync(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> dict[str, int]:
+        """Converge the cache and queue to a fresh LIST (after a watch gap); returns repaired counts."""
+        s = self.s
+        node_records: list[NodeRecord] = []
+        for obj in nodes:
+            try:
+                node_records.append(parse_node(obj))
+            except ParseError:
+                continue
+        assigned: list[PodInfo] = []
+        pending_uids: set[str] = set()
+        for obj in pods:
+            try:
+                pod = parse_pod(obj)
+            except ParseError:
+                pending_uids.add(pod_uid(obj))  # still there, still unparsable: keep its report
+                continue
+            if pod.phase in TERMINAL_PHASES:
+                continue
+            if pod.node_name:
+                assigned.append(pod)
+            elif pod.scheduler_name in s.profiles:
+                pending_uids.add(pod.uid)
+                if pod.uid not in s.pending and pod.uid not in s.unsupported:
+                    self._pending_pod(pod)
+        drift = s.cache.reconcile(node_records, assigned)
+        repaired = {kind: len(names) for kind, names in drift.to_dict().items()}
+        for uid in [u for u in s.pending if u not in pending_uids]:
+            self.forget_pod(uid)
+            repaired["pending_pods_removed"] = repaired.get("pending_pods_removed", 0) + 1
+        assigned_uids = {p.uid for p in assigned}
+        for uid in [u for u in (*s.unsupported, *s.parse_failures) if u not in pending_uids]:
+            if uid not in assigned_uids:
+                s.forget_pod_state(uid)
+        for kind, count in repaired.items():
+            if count:
+                s.observer.cache_drift(kind, count)
+        if any(repaired.values()):
+            log.warning("cache drift repaired", extra={"drift": repaired})
+            s.move(ClusterEvent(NODE, ActionType.ALL, "Resync"))
+        return repaired

@@ -1,0 +1,114 @@
+"""Fail closed: the one list of pod fields that upstream's default profile evaluates and pyscheduler does not.
+
+A pod using any of them is never bound: placing it while ignoring a constraint kube-scheduler enforces
+(pod anti-affinity, a volume's zone, a DRA claim...) is worse for a user than leaving it Pending. Such a pod
+gets `PodScheduled=False reason=Unschedulable` and a FailedScheduling event naming the field and the
+upstream plugin that would evaluate it, is counted per feature, and is re-checked when the pod changes or
+pyscheduler restarts (a newer pyscheduler that has the plugin then schedules it).
+
+An entry applies only while its plugin is missing from pyscheduler's registry and the pod's profile would
+run that plugin upstream (a configuration that disables it upstream-style opts out, as kube-scheduler
+would then ignore the field too). When a plugin lands, its entries stop applying; remove them then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from scheduler.framework.types import PodInfo
+
+Check = Callable[[PodInfo], str | None]
+"""Returns the field path the pod uses (e.g. `spec.volumes[2].persistentVolumeClaim`), or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnsupportedFeature:
+    """A pod field upstream checks through `plugin`; `feature` is the metric label."""
+
+    feature: str
+    plugin: str
+    check: Check
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One unsupported field a pod uses."""
+
+    feature: str
+    plugin: str
+    field: str
+
+
+def _affinity_field(kind: str) -> Check:
+    def check(pod: PodInfo) -> str | None:
+        affinity: Mapping[str, Any] = pod.affinity or {}
+        return f"spec.affinity.{kind}" if affinity.get(kind) else None
+
+    return check
+
+
+def _spread(pod: PodInfo) -> str | None:
+    return "spec.topologySpreadConstraints" if pod.topology_spread_constraints else None
+
+
+def _volume_source(*sources: str) -> Check:
+    wanted = frozenset(sources)
+
+    def check(pod: PodInfo) -> str | None:
+        for vol in pod.volumes:
+            for source in vol:
+                if source in wanted:
+                    return f"volume {vol.get('name')!r} (spec.volumes[].{source})"
+        return None
+
+    return check
+
+
+def _resource_claims(pod: PodInfo) -> str | None:
+    return "spec.resourceClaims" if pod.resource_claims else None
+
+
+# In-tree volume sources NodeVolumeLimits translates to CSI (csi-translation-lib IsInlineMigratable).
+_MIGRATABLE_INLINE = ("gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "azureFile", "cinder", "vsphereVolume",
+                      "portworxVolume")
+
+UNSUPPORTED: Final[tuple[UnsupportedFeature, ...]] = (
+    UnsupportedFeature("podAffinity", "InterPodAffinity", _affinity_field("podAffinity")),
+    UnsupportedFeature("podAntiAffinity", "InterPodAffinity", _affinity_field("podAntiAffinity")),
+    UnsupportedFeature("topologySpreadConstraints", "PodTopologySpread", _spread),
+    UnsupportedFeature("persistentVolumeClaim", "VolumeBinding", _volume_source("persistentVolumeClaim")),
+    UnsupportedFeature("ephemeralVolume", "VolumeBinding", _volume_source("ephemeral")),
+    UnsupportedFeature("inTreeDiskVolume", "VolumeRestrictions", _volume_source("gcePersistentDisk",
+                       "awsElasticBlockStore", "iscsi", "rbd")),
+    UnsupportedFeature("migratableInlineVolume", "NodeVolumeLimits", _volume_source(*_MIGRATABLE_INLINE)),
+    UnsupportedFeature("resourceClaims", "DynamicResources", _resource_claims),
+)
+"""Every field upstream's default profile (v1.37) evaluates that pyscheduler may lack a plugin for."""
+
+
+def find_unsupported(
+    pod: PodInfo,
+    upstream_plugins: Collection[str],
+    implemented: Collection[str],
+    features: tuple[UnsupportedFeature, ...] = UNSUPPORTED,
+) -> list[Finding]:
+    """The unsupported fields pod uses: entries whose plugin the profile runs upstream but we lack."""
+    out: list[Finding] = []
+    for entry in features:
+        if entry.plugin in implemented or entry.plugin not in upstream_plugins:
+            continue
+        where = entry.check(pod)
+        if where is not None:
+            out.append(Finding(entry.feature, entry.plugin, where))
+    return out
+
+
+def unsupported_message(findings: list[Finding]) -> str:
+    """The FailedScheduling / PodScheduled message for a pod refused by the guard."""
+    parts = [f"{f.field} (upstream plugin {f.plugin})" for f in findings]
+    return (
+        "pyscheduler does not support " + "; ".join(parts) + " yet: the pod is left Pending rather than placed "
+        "without checking it; it is retried when the pod changes or pyscheduler restarts"
+    )
