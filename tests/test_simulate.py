@@ -62,8 +62,9 @@ def test_host_ports_story(pod: str, holder: str, port: str) -> None:
     expl = result.explain("kube-system", pod)
     node = pod.removeprefix("coredns-")
     [verdict] = [v for v in expl.nodes if v.node == node]
-    assert [k for k, _ in verdict.port_holders] == [holder]
-    assert port in dict(verdict.port_holders)[holder]
+    holders = [(d.data["pod"], d.data["port"]) for plugin, d in verdict.details if plugin == "NodePorts"]
+    assert [k for k, _ in holders] == [holder]
+    assert port in dict(holders)[holder]
     assert all(v.excluded_by == ABSENT_NA for v in expl.nodes if v.node != node)
     assert expl.message == f"0/4 nodes are available: 1 {PORTS}, 3 {ABSENT_NA}."
 

@@ -14,11 +14,10 @@ from typing import Any
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.core.unsupported import find_unsupported, unsupported_message
 from scheduler.framework.fit_error import Diagnosis, FitError
-from scheduler.framework.interface import CycleState
+from scheduler.framework.interface import CycleState, ExplainDetail, ExplainExtensions
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins import node_ports
 
 CODE_TEXT = {
     Code.UNSCHEDULABLE: "Unschedulable",
@@ -36,7 +35,7 @@ class NodeVerdict:
     excluded_by: str = ""  # PreFilter narrowing that left this node out
     scores: list[tuple[str, int]] = field(default_factory=list)
     total: int | None = None
-    port_holders: list[tuple[str, str]] = field(default_factory=list)  # (pod key, "TCP 0.0.0.0:53")
+    details: list[tuple[str, ExplainDetail]] = field(default_factory=list)  # (plugin, what it adds)
 
     @property
     def first_failure(self) -> Status | None:
@@ -84,7 +83,7 @@ class Explanation:
                     "filters": [{"plugin": p, "status": st(s)} for p, s in v.filters],
                     "scores": {p: s for p, s in v.scores},
                     "totalScore": v.total,
-                    "hostPortHolders": [{"pod": k, "port": port} for k, port in v.port_holders],
+                    "details": [{"plugin": p, "text": d.text, **d.data} for p, d in v.details],
                 }
                 for v in self.nodes
             ],
@@ -150,11 +149,9 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
             if failure is None:
                 feasible.append(info)
             for plugin, st in verdict.filters:
-                if plugin == node_ports.NAME and st is not None and st.code != Code.SKIP:
-                    verdict.port_holders = [
-                        (holder.key, f"{hp[1]} {hp[0]}:{hp[2]}")
-                        for holder, hp in node_ports.conflicting_pods(pod, info)
-                    ]
+                extension = fwk.plugins.get(plugin)
+                if isinstance(extension, ExplainExtensions) and (st is None or st.code != Code.SKIP):
+                    verdict.details.extend((plugin, d) for d in extension.explain_node(state, pod, info, st))
         expl.nodes.append(verdict)
     if not feasible:
         diagnosis = Diagnosis()
@@ -229,8 +226,8 @@ def render_text(expl: Explanation) -> str:
                 out.append(f"    {plugin}: skipped")
             else:
                 out.append(f"    {plugin}: {st.message()} ({CODE_TEXT.get(st.code, '')})")
-        for key, port in v.port_holders:
-            out.append(f"    host port {port} is held by pod {key}")
+        for _, detail in v.details:
+            out.append(f"    {detail.text}")
     if expl.message:
         out.append(f"Message: {expl.message}")
     elif expl.best:

@@ -170,6 +170,27 @@ class EnqueueExtensions:
         return [ClusterEvent(WILDCARD, ActionType.ALL)]
 
 
+@dataclass(frozen=True, slots=True)
+class ExplainDetail:
+    """One plugin-specific line of an explanation ("host port TCP 0.0.0.0:53 is held by pod ns/p"), with the
+    same facts as structured data for JSON output."""
+
+    text: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+class ExplainExtensions:
+    """Filter plugins that can say more about a node than their reason string (which pods hold the port, the
+    domain counts behind a skew...). `pyscheduler explain` calls it for every node it evaluates, after the
+    plugin's own PreFilter/Filter ran on the same CycleState; `status` is the plugin's verdict (None: pass).
+    """
+
+    def explain_node(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status | None
+    ) -> list[ExplainDetail]:
+        return []
+
+
 class QueueSortPlugin(Plugin):
     def sort_key(self, priority: int, timestamp: float, seq: int) -> tuple[Any, ...]:
         """A key such that smaller keys pop first (the heap form of Less)."""

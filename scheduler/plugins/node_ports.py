@@ -16,6 +16,8 @@ from scheduler.framework.interface import (
     ClusterEvent,
     CycleState,
     EnqueueExtensions,
+    ExplainDetail,
+    ExplainExtensions,
     FilterPlugin,
     Handle,
     PreFilterPlugin,
@@ -62,7 +64,7 @@ def conflicting_pods(pod: PodInfo, node: NodeInfo) -> list[tuple[PodInfo, HostPo
     return out
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions):
     """Rejects nodes where a requested (hostIP, protocol, hostPort) is already taken."""
 
     name: ClassVar[str] = NAME
@@ -101,6 +103,20 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             else:
                 append(None if fits_ports(wanted, used) else _REJECT)
         return out
+
+    def explain_node(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status | None
+    ) -> list[ExplainDetail]:
+        """Field story 2: name the pods on the node that hold each clashing host port."""
+        if status is None:
+            return []
+        return [
+            ExplainDetail(
+                f"host port {hp[1]} {hp[0]}:{hp[2]} is held by pod {holder.key}",
+                {"pod": holder.key, "port": f"{hp[1]} {hp[0]}:{hp[2]}"},
+            )
+            for holder, hp in conflicting_pods(pod, node)
+        ]
 
     def events_to_register(self) -> list[ClusterEvent]:
         """A deleted assigned pod may free the port; a new node has all ports free."""

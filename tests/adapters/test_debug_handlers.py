@@ -134,7 +134,7 @@ async def test_explain_host_port_conflict_names_the_holder(
     )
     doc = await (await client.get("/debug/explain/ns/clash")).json()
     [verdict] = [n for n in doc["nodes"] if n["name"] == web_node]
-    assert [h["pod"] for h in verdict["hostPortHolders"]] == ["ns/web"]
+    assert [h["pod"] for h in verdict["details"] if h["plugin"] == "NodePorts"] == ["ns/web"]
 
 
 async def test_log_comparison_is_one_structured_line(world: World, caplog: pytest.LogCaptureFixture) -> None:

@@ -172,7 +172,7 @@ async def test_explain_endpoint_for_pending_and_host_port_pods(
 
     clash = await wait_for(lambda: explained("clash"), what="an explanation for clash", within=10)
     [verdict] = [n for n in clash["nodes"] if n["name"] == "dbg-ports"]
-    assert [h["pod"] for h in verdict["hostPortHolders"]] == [f"{namespace}/holder"]
+    assert [h["pod"] for h in verdict["details"] if h["plugin"] == "NodePorts"] == [f"{namespace}/holder"]
 
     status, text = await _request("GET", f"{sched.url}/debug/explain/{namespace}/clash?format=text")
     assert status == 200

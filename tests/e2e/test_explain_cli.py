@@ -82,7 +82,7 @@ async def test_explain_through_the_running_scheduler(
     code, out, err = await _explain(f"{namespace}/dns", "--server", sched.url, "-o", "json")
     assert code == 0, err
     [verdict] = [n for n in json.loads(out)["nodes"] if n["name"] == "exp-ports"]
-    assert [h["pod"] for h in verdict["hostPortHolders"]] == [f"{namespace}/holder"]
+    assert [h["pod"] for h in verdict["details"] if h["plugin"] == "NodePorts"] == [f"{namespace}/holder"]
 
     code, _, err = await _explain(f"{namespace}/nope", "--server", sched.url)
     assert code == 1 and "not found" in err
