@@ -32,6 +32,7 @@ def _split_pod_ref(ref: str) -> tuple[str, str]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from scheduler.config.documents import DocumentError, decode_text
     from scheduler.core.explain import render_text
     from scheduler.simulate import InputError, load_documents, render_table, simulate
 
@@ -40,16 +41,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         if args.cluster == "-":
-            text = sys.stdin.read()
+            data = sys.stdin.buffer.read()
         else:
-            with open(args.cluster, encoding="utf-8") as fh:
-                text = fh.read()
+            with open(args.cluster, "rb") as fh:
+                data = fh.read()
+        objects = load_documents(decode_text(data, args.cluster), args.cluster)
     except OSError as exc:
         print(f"error: {args.cluster}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        objects = load_documents(text, args.cluster)
-    except InputError as exc:
+    except (InputError, DocumentError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     result = simulate(objects, config, seed=args.seed)

@@ -135,7 +135,7 @@ def _write(tmp_path: Path, docs: list[JSON]) -> Path:
     [
         pytest.param(
             [make_node("n1").obj(), make_pod("bad").req(cpu="lots").obj()],
-            ["document 2", "Pod bad", "spec.containers[0].resources.requests.cpu", "lots"],
+            ["document 2", "Pod bad", "spec.containers[0].resources.requests[cpu]", "lots"],
             id="bad-quantity",
         ),
         pytest.param(
