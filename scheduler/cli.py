@@ -7,21 +7,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from scheduler.config.errors import ConfigError
-from scheduler.config.types import SchedulerConfiguration
+from scheduler.core.profile import load_config_or_report
 
 EXIT_USAGE = 2
-
-
-def load_config_or_report(path: str | None) -> SchedulerConfiguration | None:
-    """The configuration --config names; None after printing `error: <field>: <problem>` when it is invalid."""
-    from scheduler.core.profile import config_from_path
-
-    try:
-        return config_from_path(path)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return None
 
 
 def _split_pod_ref(ref: str) -> tuple[str, str]:

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import Binder
 from scheduler.framework.objects import ObjectLister
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import (
     REGION_LABEL,
     ZONE_LABEL,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
+from typing import TextIO
 
 from scheduler.config.defaults import UPSTREAM_PLUGIN_NAMES
+from scheduler.config.errors import ConfigError
 from scheduler.config.load import effective_plugins, load_config, upstream_runs
 from scheduler.config.types import EXTENSION_POINTS, POINT_YAML_KEYS, Profile, SchedulerConfiguration
 from scheduler.core.api import ClusterAPI
@@ -31,6 +34,18 @@ def load_file(path: str) -> SchedulerConfiguration:
 def config_from_path(path: str | None) -> SchedulerConfiguration:
     """What `--config` names (fully validated), or the default configuration when it names nothing."""
     return load_file(path) if path else default_config()
+
+
+def load_config_or_report(path: str | None, err: TextIO | None = None) -> SchedulerConfiguration | None:
+    """The configuration --config names; None after printing `error: <field>: <problem>` when it is invalid.
+
+    Shared by every command (run, simulate, explain) so a bad config reads the same everywhere (exit 2).
+    """
+    try:
+        return config_from_path(path)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=err or sys.stderr)
+        return None
 
 
 def build_framework(profile: Profile, handle: Handle, observer: Observer | None = None) -> Framework:

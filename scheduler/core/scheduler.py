@@ -16,7 +16,6 @@ from typing import Any
 
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from scheduler.core.api import BindError, ClusterAPI
 from scheduler.core.event_handlers import (
@@ -33,6 +32,7 @@ from scheduler.framework.interface import ClusterEvent
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.observer import Observer
 from scheduler.framework.runtime import Framework
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo
 

@@ -18,7 +18,7 @@ from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.backend.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0

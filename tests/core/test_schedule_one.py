@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import pytest
 
-from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.core.schedule_one import (
     MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND,
     MIN_FEASIBLE_NODES_TO_FIND,

@@ -22,7 +22,7 @@ def setup_logging(verbosity: int, log_format: str) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Load --config (exit 2 with `error: ...` when invalid), then run until SIGTERM/SIGINT."""
-    from scheduler.cli import load_config_or_report
+    from scheduler.core.profile import load_config_or_report
 
     config = load_config_or_report(getattr(args, "config", None))
     if config is None:

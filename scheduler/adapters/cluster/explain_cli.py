@@ -124,7 +124,7 @@ async def explain_async(args: argparse.Namespace, config: SchedulerConfiguration
 
 def explain_command(args: argparse.Namespace) -> int:
     """Print the explanation; exit 2 on a bad --config, 1 when the pod or the cluster cannot be read."""
-    from scheduler.cli import load_config_or_report
+    from scheduler.core.profile import load_config_or_report
 
     config = load_config_or_report(args.config)
     if config is None:

@@ -1,58 +1,6 @@
-"""The per-cycle snapshot: cloned NodeInfos and the zone-interleaved node list (upstream snapshot.go).
+"""Compatibility alias: the Snapshot type lives in scheduler.framework.snapshot (plugins read it; the cache
+fills it). Import it from there; this module goes once no branch imports the old path."""
 
-The cache fills it (`Cache.update_snapshot`); a scheduling cycle only reads it, so what a cycle sees cannot
-change under it even while watch events keep arriving.
-"""
+from scheduler.framework.snapshot import Snapshot
 
-from __future__ import annotations
-
-from scheduler.framework.types import NodeInfo
-
-
-class Snapshot:
-    """Node infos by name, the node list in nodeTree order, and how many nodes hold each image."""
-
-    __slots__ = (
-        "_list_index",
-        "_list_names",
-        "_list_of",
-        "generation",
-        "image_num_nodes",
-        "node_info_list",
-        "node_info_map",
-    )
-
-    def __init__(self) -> None:
-        self.node_info_map: dict[str, NodeInfo] = {}
-        self.node_info_list: list[NodeInfo] = []
-        self.image_num_nodes: dict[str, int] = {}
-        self.generation = 0
-        # Kept by Cache.update_snapshot: the names node_info_list was built from (and that list), plus a
-        # lazily built name -> position index, so an unchanged node order is patched instead of remapped.
-        self._list_names: list[str] | None = None
-        self._list_of: list[NodeInfo] | None = None
-        self._list_index: dict[str, int] | None = None
-
-    @classmethod
-    def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
-        """A snapshot over the given node infos in the given order (for tests and simulations)."""
-        snap = cls()
-        snap.node_info_list = list(infos)
-        snap.node_info_map = {n.name: n for n in infos}
-        snap.recount_images()
-        return snap
-
-    def recount_images(self) -> None:
-        """Recompute image -> number of nodes that hold it (ImageLocality's spread factor)."""
-        counts: dict[str, int] = {}
-        for info in self.node_info_list:
-            if info.node is not None:
-                for image in info.node.images:
-                    counts[image] = counts.get(image, 0) + 1
-        self.image_num_nodes = counts
-
-    def get(self, name: str) -> NodeInfo | None:
-        return self.node_info_map.get(name)
-
-    def num_nodes(self) -> int:
-        return len(self.node_info_list)
+__all__ = ["Snapshot"]
