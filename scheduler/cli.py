@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from scheduler.config.errors import ConfigError
 from scheduler.core.profile import load_config_or_report
 
 EXIT_USAGE = 2
@@ -24,7 +25,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from scheduler.core.explain import render_text
     from scheduler.simulate import InputError, load_documents, render_table, simulate
 
-    config = load_config_or_report(args.config)
+    config = load_config_or_report(args.config, plugins=args.plugin)
     if config is None:
         return EXIT_USAGE
     try:
@@ -40,7 +41,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except (InputError, DocumentError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    result = simulate(objects, config, seed=args.seed)
+    try:
+        result = simulate(objects, config, seed=args.seed)
+    except ConfigError as exc:  # a plugin that fails to start
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     explanation = None
     if args.explain:
         ns, name = _split_pod_ref(args.explain)
@@ -95,6 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve /debug/flags/v (PUT to change -v at runtime), /debug/cache, /debug/cache/compare and "
         "/debug/explain/NS/NAME on --port (off by default: they expose cluster state)",
     )
+    run.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="load an out-of-tree plugin class (repeatable); enable it by name in --config's profiles. "
+        "Installed packages with a 'pyscheduler.plugins' entry point are loaded without this flag",
+    )
     run.set_defaults(func=cmd_run)
 
     sim = sub.add_parser("simulate", help="replay a cluster dump offline and show where every pod goes")
@@ -103,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--output", "-o", choices=("table", "json"), default="table")
     sim.add_argument("--seed", type=int, default=0, help="seed for breaking ties between equally good nodes")
     sim.add_argument("--explain", metavar="NS/NAME", default=None, help="explain one pod node by node")
+    sim.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="load an out-of-tree plugin class (repeatable); enable it by name in --config's profiles. "
+        "Installed packages with a 'pyscheduler.plugins' entry point are loaded without this flag",
+    )
     sim.set_defaults(func=cmd_simulate)
 
     exp = sub.add_parser("explain", help="explain node by node why a live pod is where it is or is Pending")
@@ -117,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exp.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (without --server)")
     exp.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    exp.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="load an out-of-tree plugin class (repeatable); enable it by name in --config's profiles. "
+        "Installed packages with a 'pyscheduler.plugins' entry point are loaded without this flag",
+    )
     exp.set_defaults(func=cmd_explain)
     return parser
 

@@ -139,8 +139,8 @@ def _write(tmp_path: Path, docs: list[JSON]) -> Path:
             id="bad-quantity",
         ),
         pytest.param(
-            [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}],
-            ["document 1", "kind", "'ConfigMap'"],
+            [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}],
+            ["document 1", "kind", "'Secret'"],
             id="unknown-kind",
         ),
         pytest.param(

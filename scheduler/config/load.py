@@ -550,6 +550,8 @@ def _call_parser(parse_args: ArgsParser, name: str, args: Mapping[str, Any] | No
         return parse_args(name, args)
     except (ValueError, TypeError) as e:  # ConfigError is a ValueError
         raise ConfigError(f"{where}: {e}") from e
+    except Exception as e:  # an out-of-tree plugin's parser with a bug: still one line naming the field
+        raise ConfigError(f"{where}: plugin {_q(name)} failed to parse its args: {type(e).__name__}: {e}") from e
 
 
 def _enabled_names(plugins: Plugins) -> set[str]:

@@ -136,8 +136,33 @@ class Binder(Protocol):
     async def bind(self, pod: PodInfo, node_name: str) -> Status | None: ...
 
 
+class WaitingPodView(Protocol):
+    """A pod parked at Permit (upstream framework.WaitingPod): allow or reject it from any plugin code."""
+
+    @property
+    def pod(self) -> PodInfo: ...
+
+    def pending_plugins(self) -> list[str]:
+        """The Permit plugins that have not allowed the pod yet."""
+        ...
+
+    def allow(self, plugin: str) -> None:
+        """`plugin` lets the pod go; it binds once every waiting plugin allowed it."""
+        ...
+
+    def reject(self, plugin: str, message: str) -> None:
+        """Fail the pod's attempt: it goes back to the queue as unschedulable with `message`."""
+        ...
+
+
 class Handle(Protocol):
-    """What plugins may use from the scheduler: the current snapshot, the binder, the other cluster objects."""
+    """What plugins may use from the scheduler (upstream framework.Handle, the parts pyscheduler has).
+
+    - `snapshot()`: the snapshot of the running scheduling cycle (read-only);
+    - `binder`: the write DefaultBinder uses;
+    - `objects`: Namespaces, PVCs, ConfigMaps... of the kinds the plugin declared in `object_kinds`;
+    - waiting pods: Permit plugins that return WAIT find their pods again here to allow or reject them.
+    """
 
     def snapshot(self) -> Snapshot: ...
 
@@ -146,6 +171,14 @@ class Handle(Protocol):
 
     @property
     def objects(self) -> ObjectLister: ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPodView | None: ...
+
+    def iterate_over_waiting_pods(self) -> Sequence[WaitingPodView]: ...
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject a waiting pod (as upstream RejectWaitingPod); False when it was not waiting."""
+        ...
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -189,6 +222,15 @@ class ExplainExtensions:
         self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status | None
     ) -> list[ExplainDetail]:
         return []
+
+
+class ObjectEventHandler:
+    """Plugins that react when an object of one of their `object_kinds` changes (e.g. a Permit plugin that
+    allows waiting pods once a ConfigMap says so). Called after the object store is updated; must be cheap
+    and must not block (it runs on the scheduler's loop)."""
+
+    def on_object_event(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        """event_type is ADDED, MODIFIED, DELETED, or None for an object from a LIST."""
 
 
 class QueueSortPlugin(Plugin):

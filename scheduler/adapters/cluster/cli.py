@@ -24,7 +24,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Load --config (exit 2 with `error: ...` when invalid), then run until SIGTERM/SIGINT."""
     from scheduler.core.profile import load_config_or_report
 
-    config = load_config_or_report(getattr(args, "config", None))
+    config = load_config_or_report(getattr(args, "config", None), plugins=getattr(args, "plugin", None) or ())
     if config is None:
         return EXIT_USAGE
     verbosity = getattr(args, "verbosity", None)
@@ -34,6 +34,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     from scheduler.adapters.cluster.client import ClientConfigError
     from scheduler.adapters.cluster.run import run
+    from scheduler.config.errors import ConfigError
 
     try:
         return asyncio.run(
@@ -49,5 +50,8 @@ def run_command(args: argparse.Namespace) -> int:
     except ClientConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except ConfigError as exc:  # a plugin that fails to start
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -21,6 +21,7 @@ from scheduler.adapters.cluster.client import ApiError, ClientConfigError, KubeC
 from scheduler.adapters.cluster.debug import pod_getter
 from scheduler.adapters.cluster.watch import LIST_PAGE_SIZE, NODES_PATH, POD_FIELD_SELECTOR, PODS_PATH
 from scheduler.adapters.memory import MemoryCluster
+from scheduler.config.errors import ConfigError
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.explain import Explanation, explain_pod, render_text
 from scheduler.core.profile import build_scheduler
@@ -126,7 +127,7 @@ def explain_command(args: argparse.Namespace) -> int:
     """Print the explanation; exit 2 on a bad --config, 1 when the pod or the cluster cannot be read."""
     from scheduler.core.profile import load_config_or_report
 
-    config = load_config_or_report(args.config)
+    config = load_config_or_report(args.config, plugins=getattr(args, "plugin", None) or ())
     if config is None:
         return EXIT_USAGE
     try:
@@ -134,5 +135,8 @@ def explain_command(args: argparse.Namespace) -> int:
     except (ExplainError, ClientConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except ConfigError as exc:  # a plugin that fails to start
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     print(text)
     return 0

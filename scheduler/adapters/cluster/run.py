@@ -150,6 +150,9 @@ def metrics_registry(scheduler: Scheduler, metrics: SchedulerMetrics) -> Collect
     # (A process-wide switch of prometheus_client: this process serves only this registry.)
     disable_created_metrics()  # type: ignore[no-untyped-call]
     registry = metrics.registry
+    for fwk in scheduler.profiles.values():  # a zero series per plugin and point, so rates exist from the start
+        for plugin, point in fwk.plugin_points():
+            metrics.plugin_errors.labels(plugin, point)
     registry.register(SchedulerStateCollector(scheduler))
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
