@@ -29,6 +29,7 @@ from scheduler.adapters.cluster.watch import ClusterWatcher
 from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core.profile import build_scheduler, default_config
 from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
+from tests.e2e import serving
 from tests.e2e.conftest import NodeFactory, PodFactory
 from tests.e2e.kube import (
     JSON,
@@ -47,25 +48,26 @@ SCHEDULER_NAME = "pyscheduler"
 
 @dataclass
 class PySchedulerProcess:
-    """A running `pyscheduler run` subprocess and its HTTP endpoint."""
+    """A running `pyscheduler run` subprocess, its HTTPS endpoint and a token it accepts (the admin's)."""
 
     process: ManagedProcess
     port: int
+    token: str = ""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"https://127.0.0.1:{self.port}"
 
     def log(self) -> str:
         return self.process.tail(80)
 
-
-async def _http_get(url: str) -> tuple[int, str]:
-    async with (
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session,
-        session.get(url) as resp,
-    ):
-        return resp.status, await resp.text()
+    async def request(
+        self, method: str, path: str, *, data: str | None = None, token: str | None = None, retry_429: bool = False
+    ) -> tuple[int, str]:
+        """`method path` with this process's token (or `token`; "" for none); (status, body)."""
+        return await serving.request(
+            method, self.url + path, token=self.token if token is None else token, data=data, retry_429=retry_429
+        )
 
 
 @pytest.fixture
@@ -93,14 +95,14 @@ async def pyscheduler(
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     process = ManagedProcess("pyscheduler", argv, tmp_path / "pyscheduler.log", env=env).start()
-    handle = PySchedulerProcess(process, port)
+    handle = PySchedulerProcess(process, port, control_plane.token)
     started = time.monotonic()
 
     async def ready() -> bool:
         if not process.running():
             raise AssertionError(f"pyscheduler exited with {process.poll()}:\n{handle.log()}")
         try:
-            status, _ = await _http_get(f"{handle.url}/readyz")
+            status, _ = await handle.request("GET", "/readyz", token="")
         except (aiohttp.ClientError, TimeoutError):
             return False
         return status == 200
@@ -186,10 +188,13 @@ async def test_pods_are_bound_with_scheduled_events(
 
     await wait_for(all_events, what="a Scheduled event per pod", within=20)
 
+    # HTTPS; the admin (system:masters) reads everything, health checks need no token.
     for path in ("/livez", "/healthz", "/readyz", "/metrics", "/configz"):
-        status, body = await _http_get(pyscheduler.url + path)
+        status, body = await pyscheduler.request("GET", path)
         assert status == 200, (path, body)
-    _, configz = await _http_get(pyscheduler.url + "/configz")
+    for path in ("/livez", "/healthz", "/readyz"):
+        assert (await pyscheduler.request("GET", path, token=""))[0] == 200, path
+    _, configz = await pyscheduler.request("GET", "/configz")
     assert '"schedulerName": "pyscheduler"' in configz or '"scheduler_name": "pyscheduler"' in configz
 
 
