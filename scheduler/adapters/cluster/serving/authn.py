@@ -122,9 +122,10 @@ def token_reviewer(client: KubeClient, timeout: float = REVIEW_TIMEOUT) -> Token
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
         try:
             async with asyncio.timeout(timeout):
-                answer = await client.request("POST", TOKEN_REVIEW_PATH, body=body, request_timeout=timeout)
+                # Half the bound per attempt, so a retry still fits in it.
+                answer = await client.request("POST", TOKEN_REVIEW_PATH, body=body, request_timeout=timeout / 2)
         except ApiError as exc:
-            raise AuthenticationError(f"TokenReview failed: {_api_error(exc)}") from exc
+            raise AuthenticationError(f"TokenReview failed: {describe_api_error(exc)}") from exc
         except TimeoutError as exc:
             raise AuthenticationError(f"TokenReview timed out after {timeout:g}s") from exc
         return parse_token_review(answer or {})
@@ -132,8 +133,11 @@ def token_reviewer(client: KubeClient, timeout: float = REVIEW_TIMEOUT) -> Token
     return review
 
 
-def _api_error(exc: ApiError) -> str:
-    return f"{exc.status} {exc.message}" if exc.status else exc.message
+def describe_api_error(exc: ApiError) -> str:
+    """`403 <the server's message>`, or for a transport error `TimeoutError: POST <path>` (never blank)."""
+    if exc.status:
+        return f"{exc.status} {exc.message}"
+    return f"{exc.reason}: {exc.message}".rstrip(": ")
 
 
 class DelegatingAuthenticator:

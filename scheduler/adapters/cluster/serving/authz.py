@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.adapters.cluster.client import ApiError, KubeClient
-from scheduler.adapters.cluster.serving.authn import UserInfo
+from scheduler.adapters.cluster.serving.authn import UserInfo, describe_api_error
 from scheduler.adapters.cluster.serving.expiring import ExpiringCache
 from scheduler.logging_setup import V4
 
@@ -131,10 +131,11 @@ def subject_access_reviewer(client: KubeClient, timeout: float = REVIEW_TIMEOUT)
         body = subject_access_review(user, path, verb)
         try:
             async with asyncio.timeout(timeout):
-                answer = await client.request("POST", SUBJECT_ACCESS_REVIEW_PATH, body=body, request_timeout=timeout)
+                answer = await client.request(
+                    "POST", SUBJECT_ACCESS_REVIEW_PATH, body=body, request_timeout=timeout / 2
+                )
         except ApiError as exc:
-            detail = f"{exc.status} {exc.message}" if exc.status else exc.message
-            raise AuthorizationError(f"SubjectAccessReview failed: {detail}") from exc
+            raise AuthorizationError(f"SubjectAccessReview failed: {describe_api_error(exc)}") from exc
         except TimeoutError as exc:
             raise AuthorizationError(f"SubjectAccessReview timed out after {timeout:g}s") from exc
         return parse_subject_access_review(answer or {})
