@@ -89,16 +89,52 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="schedule pods that name this scheduler in a live cluster")
     run.add_argument("--kubeconfig", default=None, help="kubeconfig path (in-cluster config when omitted)")
     run.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
-    run.add_argument("--port", type=int, default=10259, help="HTTP port for health, metrics and debug endpoints")
-    run.add_argument("--bind-address", default="0.0.0.0", help="address the HTTP endpoints listen on")
+    run.add_argument(
+        "--port",
+        type=int,
+        default=10259,
+        help="HTTPS port for health, metrics and debug endpoints (kube-scheduler's secure port 10259)",
+    )
+    run.add_argument(
+        "--bind-address", default="0.0.0.0", help="IP address the endpoints listen on (default: all interfaces)"
+    )
+    run.add_argument(
+        "--tls-cert-file",
+        default=None,
+        metavar="PATH",
+        help="PEM serving certificate (chain, server certificate first); without it and --tls-private-key-file a "
+        "self-signed certificate is generated in memory at start",
+    )
+    run.add_argument("--tls-private-key-file", default=None, metavar="PATH", help="PEM key of --tls-cert-file")
+    run.add_argument(
+        "--client-ca-file",
+        default=None,
+        metavar="PATH",
+        help="also authenticate callers by a client certificate signed by this CA (CN user, O groups)",
+    )
+    run.add_argument(
+        "--authorization-always-allow-paths",
+        default="/healthz,/readyz,/livez",
+        metavar="PATHS",
+        help="comma-separated paths served to anyone without authentication or authorization (a trailing * "
+        "matches a prefix; empty: none). Every other path needs a caller the API server authenticates "
+        "(TokenReview) and authorizes (SubjectAccessReview)",
+    )
+    run.add_argument(
+        "--insecure-serving",
+        action="store_true",
+        help="FOR LOCAL DEBUGGING ONLY: serve plain HTTP with no authentication and no authorization, so "
+        "anyone who reaches the port can read metrics and (with --enable-debug-handlers) cluster state",
+    )
     run.add_argument("--resync-period", type=float, default=300.0, help="seconds between cache re-LISTs")
     run.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity (klog-style 0-10)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument(
         "--enable-debug-handlers",
         action="store_true",
-        help="serve /debug/flags/v (PUT to change -v at runtime), /debug/cache, /debug/cache/compare and "
-        "/debug/explain/NS/NAME on --port (off by default: they expose cluster state)",
+        help="serve /debug/flags/v (PUT to change -v at runtime), /debug/cache, /debug/cache/compare, "
+        "/debug/explain/NS/NAME and /debug/pyscheduler/stats on --port (off by default: they expose cluster "
+        "state; callers need RBAC on nonResourceURLs /debug/*)",
     )
     run.add_argument(
         "--plugin",
@@ -133,8 +169,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--server",
         default=None,
         metavar="URL",
-        help="ask a running pyscheduler (started with --enable-debug-handlers), e.g. http://127.0.0.1:10259; "
+        help="ask a running pyscheduler (started with --enable-debug-handlers), e.g. https://127.0.0.1:10259; "
         "without it, LIST the cluster and explain locally",
+    )
+    exp.add_argument(
+        "--token",
+        default=None,
+        help="bearer token for --server (default: the kubeconfig user's token, else the in-cluster one)",
+    )
+    exp.add_argument(
+        "--certificate-authority",
+        default=None,
+        metavar="PATH",
+        help="CA file to verify the --server certificate with (default: the system CAs)",
+    )
+    exp.add_argument(
+        "--insecure-skip-tls-verify",
+        action="store_true",
+        help="do not verify the --server certificate (needed for pyscheduler's default self-signed one)",
     )
     exp.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (without --server)")
     exp.add_argument("--output", "-o", choices=("text", "json"), default="text")

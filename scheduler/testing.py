@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.framework.interface import Binder
+from scheduler.framework.interface import Binder, WaitingPodView
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import (
@@ -437,6 +437,15 @@ class StaticHandle:
     @property
     def objects(self) -> ObjectLister:
         return self._objects
+
+    def get_waiting_pod(self, uid: str) -> WaitingPodView | None:
+        return None
+
+    def iterate_over_waiting_pods(self) -> list[WaitingPodView]:
+        return []
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return False
 
 
 def node_info(node: NodeBuilder, *pods: PodBuilder) -> NodeInfo:

@@ -40,6 +40,7 @@ from tests.cluster.harness import (
     ManagedProcess,
     free_port,
 )
+from tests.e2e import serving
 from tests.e2e.kube import (
     JSON,
     OWNER_LABEL,
@@ -304,25 +305,26 @@ def create_pod(api_client: ApiClient, namespace: str) -> PodFactory:
 
 @dataclass
 class PySchedulerProcess:
-    """A running `pyscheduler run` subprocess and its HTTP endpoint."""
+    """A running `pyscheduler run` subprocess, its HTTPS endpoint and a token it accepts (the admin's)."""
 
     process: ManagedProcess
     port: int
+    token: str = ""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"https://127.0.0.1:{self.port}"
 
     def log(self) -> str:
         return self.process.tail(80)
 
-
-async def http_get(url: str) -> tuple[int, str]:
-    async with (
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session,
-        session.get(url) as resp,
-    ):
-        return resp.status, await resp.text()
+    async def request(
+        self, method: str, path: str, *, data: str | None = None, token: str | None = None, retry_429: bool = False
+    ) -> tuple[int, str]:
+        """`method path` with this process's token (or `token`; "" for none); (status, body)."""
+        return await serving.request(
+            method, self.url + path, token=self.token if token is None else token, data=data, retry_429=retry_429
+        )
 
 
 @pytest.fixture
@@ -350,14 +352,14 @@ async def pyscheduler(
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     process = ManagedProcess("pyscheduler", argv, tmp_path / "pyscheduler.log", env=env).start()
-    handle = PySchedulerProcess(process, port)
+    handle = PySchedulerProcess(process, port, control_plane.token)
     started = time.monotonic()
 
     async def ready() -> bool:
         if not process.running():
             raise AssertionError(f"pyscheduler exited with {process.poll()}:\n{handle.log()}")
         try:
-            status, _ = await http_get(f"{handle.url}/readyz")
+            status, _ = await handle.request("GET", "/readyz", token="")
         except (aiohttp.ClientError, TimeoutError):
             return False
         return status == 200

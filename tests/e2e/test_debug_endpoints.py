@@ -1,4 +1,8 @@
-"""Debug endpoints and SIGUSR2 against a real kube-apiserver (`pyscheduler run --enable-debug-handlers`)."""
+"""Debug endpoints and SIGUSR2 against a real kube-apiserver (`pyscheduler run --enable-debug-handlers`).
+
+The endpoints are on the secure port: these tests call them over HTTPS as the control plane's admin
+(system:masters); who else may call them is tests/e2e/test_secure_serving.py's subject.
+"""
 
 from __future__ import annotations
 
@@ -25,16 +29,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 Start = Callable[..., Awaitable[PySchedulerProcess]]
 
 
-async def _request(method: str, url: str, data: str | None = None) -> tuple[int, str]:
-    async with (
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
-        session.request(method, url, data=data) as resp,
-    ):
-        return resp.status, await resp.text()
-
-
-async def _get_json(url: str) -> Any:
-    status, body = await _request("GET", url)
+async def _get_json(sched: PySchedulerProcess, path: str) -> Any:
+    """GET a debug document as the admin; a 429 of the rate-limited calls is waited out, not an error."""
+    status, body = await sched.request("GET", path, retry_429=True)
     assert status == 200, body
     return json.loads(body)
 
@@ -51,14 +48,15 @@ async def start_pyscheduler(control_plane: ControlPlane, kubeconfig: Path, tmp_p
         argv += ["--bind-address", "127.0.0.1", "-v", "2", "--log-format", log_format, *extra]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
         log_path = tmp_path / f"pyscheduler-{len(started)}.log"
-        handle = PySchedulerProcess(ManagedProcess("pyscheduler", argv, log_path, env=env).start(), port)
+        process = ManagedProcess("pyscheduler", argv, log_path, env=env).start()
+        handle = PySchedulerProcess(process, port, control_plane.token)
         started.append(handle)
 
         async def ready() -> bool:
             if not handle.process.running():
                 raise AssertionError(f"pyscheduler exited with {handle.process.poll()}:\n{handle.log()}")
             try:
-                status, _ = await _request("GET", f"{handle.url}/readyz")
+                status, _ = await handle.request("GET", "/readyz", token="")
             except (aiohttp.ClientError, TimeoutError):
                 return False
             return status == 200
@@ -91,24 +89,26 @@ async def start_pyscheduler(control_plane: ControlPlane, kubeconfig: Path, tmp_p
 
 async def test_debug_endpoints_are_off_by_default(start_pyscheduler: Start) -> None:
     sched = await start_pyscheduler()
-    for path in ("/debug/flags/v", "/debug/cache", "/debug/cache/compare", "/debug/explain/default/x"):
-        status, _ = await _request("GET", f"{sched.url}{path}")
+    paths = ("/debug/flags/v", "/debug/cache", "/debug/cache/compare", "/debug/explain/default/x")
+    for path in (*paths, "/debug/pyscheduler/stats"):
+        status, _ = await sched.request("GET", path)
         assert status == 404, path
-    status, _ = await _request("PUT", f"{sched.url}/debug/flags/v", "5")
+    status, _ = await sched.request("PUT", "/debug/flags/v", data="5")
     assert status in (404, 405)
 
 
 async def test_flags_v_changes_verbosity_at_runtime(start_pyscheduler: Start) -> None:
     sched = await start_pyscheduler("--enable-debug-handlers")
-    status, body = await _request("GET", f"{sched.url}/debug/flags/v")
+    status, body = await sched.request("GET", "/debug/flags/v")
     assert (status, body.strip()) == (200, "2")
-    status, body = await _request("PUT", f"{sched.url}/debug/flags/v", "5")
+    status, body = await sched.request("PUT", "/debug/flags/v", data="5")
     assert status == 200, body
-    status, body = await _request("GET", f"{sched.url}/debug/flags/v")
+    status, body = await sched.request("GET", "/debug/flags/v")
     assert (status, body.strip()) == (200, "5")
-    status, body = await _request("PUT", f"{sched.url}/debug/flags/v", "loud")
+    status, body = await sched.request("PUT", "/debug/flags/v", data="loud")
     assert status == 400 and "must be an integer" in body
-    assert "log verbosity changed" in sched.log()
+    line = next(x for x in sched.log().splitlines() if "log verbosity changed" in x)
+    assert 'user="admin"' in line, line  # who changed it, from the authenticated request
 
 
 async def test_cache_dump_and_compare(
@@ -122,7 +122,7 @@ async def test_cache_dump_and_compare(
     node = bound["spec"]["nodeName"]
 
     async def dumped() -> Any:
-        doc = await _get_json(f"{sched.url}/debug/cache")
+        doc = await _get_json(sched, "/debug/cache")
         return doc if f"{namespace}/bound-one" in doc["pods"] else None
 
     doc = await wait_for(dumped, what="the bound pod in /debug/cache", within=10)
@@ -132,7 +132,7 @@ async def test_cache_dump_and_compare(
     assert set(doc["queues"]) >= {"active", "backoff", "unschedulable", "gated", "in_flight"}
     assert "assumed_pods" in doc
 
-    compared = await _get_json(f"{sched.url}/debug/cache/compare")
+    compared = await _get_json(sched, "/debug/cache/compare")
     assert set(compared) >= {"missing", "extra", "stale", "counts", "listed", "cached"}
     assert set(compared["missing"]) == {"nodes", "pods", "pending_pods"}
     assert compared["counts"]["total"] == 0, compared
@@ -142,7 +142,7 @@ async def test_cache_dump_and_compare(
     await create_node("dbg-node-c")
 
     async def in_sync() -> Any:
-        doc = await _get_json(f"{sched.url}/debug/cache/compare")
+        doc = await _get_json(sched, "/debug/cache/compare")
         return doc if "dbg-node-c" not in doc["missing"]["nodes"] and doc["counts"]["total"] == 0 else None
 
     await wait_for(in_sync, what="the new node to be in the cache", within=10)
@@ -159,7 +159,7 @@ async def test_explain_endpoint_for_pending_and_host_port_pods(
     await create_pod("clash", ports=[{"containerPort": 8080, "hostPort": 8080}])
 
     async def explained(name: str) -> Any:
-        status, body = await _request("GET", f"{sched.url}/debug/explain/{namespace}/{name}")
+        status, body = await sched.request("GET", f"/debug/explain/{namespace}/{name}", retry_429=True)
         assert status == 200, body
         doc = json.loads(body)
         return doc if doc["message"] else None
@@ -174,11 +174,11 @@ async def test_explain_endpoint_for_pending_and_host_port_pods(
     [verdict] = [n for n in clash["nodes"] if n["name"] == "dbg-ports"]
     assert [h["pod"] for h in verdict["details"] if h["plugin"] == "NodePorts"] == [f"{namespace}/holder"]
 
-    status, text = await _request("GET", f"{sched.url}/debug/explain/{namespace}/clash?format=text")
+    status, text = await sched.request("GET", f"/debug/explain/{namespace}/clash?format=text", retry_429=True)
     assert status == 200
     assert f"host port TCP 0.0.0.0:8080 is held by pod {namespace}/holder" in text
 
-    status, body = await _request("GET", f"{sched.url}/debug/explain/{namespace}/no-such-pod")
+    status, body = await sched.request("GET", f"/debug/explain/{namespace}/no-such-pod", retry_429=True)
     assert status == 404 and "not found" in body
 
 

@@ -116,9 +116,9 @@ def render(
     return [d for d in yaml.safe_load_all(text) if d is not None]
 
 
-def only(docs: Sequence[Doc], kind: str) -> Doc:
-    found = [d for d in docs if d["kind"] == kind]
-    assert len(found) == 1, f"expected one {kind}, got {[d['metadata']['name'] for d in found]}"
+def only(docs: Sequence[Doc], kind: str, name: str | None = None) -> Doc:
+    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, got {[d['metadata']['name'] for d in found]}"
     return found[0]
 
 
@@ -160,7 +160,8 @@ LINT_VARIANTS = {
     "defaults": [],
     "everything-on": [
         "--set",
-        "replicaCount=2,serviceMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true",
+        "replicaCount=2,serviceMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,"
+        "networkPolicy.enabled=true,serving.tlsSecretName=pyscheduler-tls",
     ],
     "leader-election-one-replica": ["--set", "leaderElection.enabled=true"],
 }
@@ -176,8 +177,10 @@ def test_helm_lint_strict(helm: Path, args: list[str]) -> None:
 def test_default_render_has_exactly_the_core_resources(helm: Path) -> None:
     docs = render(helm)
     assert kinds(docs) == [
-        "ClusterRole",
-        "ClusterRoleBinding",
+        "ClusterRole",  # the scheduler's
+        "ClusterRole",  # <fullname>-metrics-reader, for scrapers
+        "ClusterRoleBinding",  # the scheduler's
+        "ClusterRoleBinding",  # to system:auth-delegator
         "ConfigMap",
         "Deployment",
         "Service",
@@ -196,6 +199,8 @@ def test_two_replicas_add_lease_rbac_and_pdb(helm: Path) -> None:
     docs = render(helm, {"replicaCount": 2})
     assert kinds(docs) == [
         "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
         "ClusterRoleBinding",
         "ConfigMap",
         "Deployment",
@@ -263,11 +268,24 @@ def test_rbac_is_exactly_least_privilege(
     sa = only(docs, "ServiceAccount")
     subject = {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": namespace}
 
-    cluster_role = only(docs, "ClusterRole")
+    cluster_role = only(docs, "ClusterRole", name)
     assert expand_rules(cluster_role["rules"]) == CLUSTER_RULES
-    binding = only(docs, "ClusterRoleBinding")
+    binding = only(docs, "ClusterRoleBinding", name)
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
     assert binding["subjects"] == [subject]
+    # The secure port's delegated authn/authz: TokenReviews and SubjectAccessReviews, nothing more.
+    delegator = only(docs, "ClusterRoleBinding", f"{name}-auth-delegator")
+    assert delegator["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "system:auth-delegator",
+    }
+    assert delegator["subjects"] == [subject]
+    # No RoleBinding to extension-apiserver-authentication-reader: that ConfigMap is never read.
+    assert not [d for d in docs if d["kind"] == "RoleBinding" and "authentication-reader" in str(d["roleRef"])]
+    reader = only(docs, "ClusterRole", f"{name}-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert not [d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"].endswith("-reader")]
 
     _, config = scheduler_config(docs)
     if lease is None:
@@ -293,8 +311,33 @@ def test_rbac_is_exactly_least_privilege(
 
 
 def test_rbac_create_false_renders_no_rbac(helm: Path) -> None:
-    docs = render(helm, {"rbac": {"create": False}, "replicaCount": 2})
+    docs = render(helm, {"rbac": {"create": False}, "metricsReader": {"create": False}, "replicaCount": 2})
     assert not {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} & set(kinds(docs))
+    # The scrapers' role is its own switch.
+    docs = render(helm, {"rbac": {"create": False}})
+    assert [d["metadata"]["name"] for d in docs if d["kind"].startswith("ClusterRole")] == [
+        "pyscheduler-metrics-reader"
+    ]
+
+
+def test_metrics_reader_binds_the_given_subjects(helm: Path) -> None:
+    subjects = [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"},
+        {"kind": "ServiceAccount", "name": "local-prom"},
+        {"kind": "Group", "name": "scrapers"},
+    ]
+    docs = render(helm, {"metricsReader": {"subjects": subjects}})
+    binding = only(docs, "ClusterRoleBinding", "pyscheduler-metrics-reader")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "pyscheduler-metrics-reader",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"},
+        {"kind": "ServiceAccount", "name": "local-prom", "namespace": NAMESPACE},
+        {"kind": "Group", "name": "scrapers", "apiGroup": "rbac.authorization.k8s.io"},
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -334,7 +377,13 @@ def test_deployment_wiring(helm: Path) -> None:
     assert container["image"] == "pyscheduler:0.1.0"  # tag defaults to appVersion
     assert container["imagePullPolicy"] == "IfNotPresent"
     assert "command" not in container  # the image's ENTRYPOINT is `pyscheduler run`
-    assert container["args"][:2] == [f"--config={CONFIG_PATH}", f"--port={PORT}"]
+    assert container["args"][:3] == [
+        f"--config={CONFIG_PATH}",
+        f"--port={PORT}",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez",
+    ]
+    assert not [a for a in container["args"] if a.startswith("--insecure-serving")]
+    assert not [a for a in container["args"] if a.startswith("--tls-")]  # self-signed in memory
     assert pod["serviceAccountName"] == only(docs, "ServiceAccount")["metadata"]["name"]
     assert pod["automountServiceAccountToken"] is True
     assert pod["priorityClassName"] == "system-cluster-critical"
@@ -343,9 +392,9 @@ def test_deployment_wiring(helm: Path) -> None:
     assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 
-    assert container["ports"] == [{"name": "http-metrics", "containerPort": PORT, "protocol": "TCP"}]
+    assert container["ports"] == [{"name": "https-metrics", "containerPort": PORT, "protocol": "TCP"}]
     for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
-        assert container[probe]["httpGet"] == {"path": path, "port": "http-metrics", "scheme": "HTTP"}
+        assert container[probe]["httpGet"] == {"path": path, "port": "https-metrics", "scheme": "HTTPS"}
 
     config_mount = next(m for m in container["volumeMounts"] if m["mountPath"] == str(Path(CONFIG_PATH).parent))
     config_volume = next(v for v in pod["volumes"] if v["name"] == config_mount["name"])
@@ -356,8 +405,36 @@ def test_deployment_wiring(helm: Path) -> None:
     service = only(docs, "Service")
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     assert service["spec"]["ports"] == [
-        {"name": "http-metrics", "port": PORT, "targetPort": "http-metrics", "protocol": "TCP"}
+        {"name": "https-metrics", "port": PORT, "targetPort": "https-metrics", "protocol": "TCP"}
     ]
+
+
+def test_serving_certificate_from_a_secret(helm: Path) -> None:
+    docs = render(helm, {"serving": {"tlsSecretName": "pyscheduler-tls", "alwaysAllowPaths": ["/livez", "/readyz"]}})
+    pod = only(docs, "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert "--authorization-always-allow-paths=/livez,/readyz" in container["args"]
+    assert "--tls-cert-file=/etc/pyscheduler-tls/tls.crt" in container["args"]
+    assert "--tls-private-key-file=/etc/pyscheduler-tls/tls.key" in container["args"]
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == "/etc/pyscheduler-tls")
+    assert mount["readOnly"] is True
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    assert volume["secret"] == {"secretName": "pyscheduler-tls"}
+
+
+def test_network_policy_admits_only_the_monitoring_namespace_on_the_serving_port(helm: Path) -> None:
+    assert "NetworkPolicy" not in kinds(render(helm))
+    docs = render(helm, {"networkPolicy": {"enabled": True}})
+    policy = only(docs, "NetworkPolicy")
+    assert policy["apiVersion"] == "networking.k8s.io/v1"
+    assert policy["spec"]["podSelector"]["matchLabels"] == only(docs, "Deployment")["spec"]["selector"]["matchLabels"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["ports"] == [{"port": "https-metrics", "protocol": "TCP"}]
+    assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    peers = [{"namespaceSelector": {"matchLabels": {"team": "obs"}}, "podSelector": {"matchLabels": {"app": "prom"}}}]
+    custom = only(render(helm, {"networkPolicy": {"enabled": True, "from": peers}}), "NetworkPolicy")
+    assert custom["spec"]["ingress"][0]["from"] == peers
 
 
 def test_config_checksum_annotation_follows_the_config(helm: Path) -> None:
@@ -457,6 +534,10 @@ SCHEMA_REJECTS = {
     "typo-extension-point": ({"schedulerConfig": {"plugins": {"filtr": {}}}}, "filtr"),
     "replicas-not-a-number": ({"replicaCount": "two"}, "replicaCount"),
     "bad-duration": ({"leaderElection": {"leaseDuration": "15"}}, "leaseDuration"),
+    "always-allow-path-without-slash": ({"serving": {"alwaysAllowPaths": ["healthz"]}}, "alwaysAllowPaths"),
+    "always-allow-path-inner-star": ({"serving": {"alwaysAllowPaths": ["/a*b"]}}, "alwaysAllowPaths"),
+    "metrics-reader-subject-kind": ({"metricsReader": {"subjects": [{"kind": "Pod", "name": "x"}]}}, "kind"),
+    "network-policy-typo": ({"networkPolicy": {"enabeld": True}}, "enabeld"),
 }
 
 
@@ -555,7 +636,30 @@ def test_service_monitor(helm: Path) -> None:
     assert sm["spec"]["selector"]["matchLabels"] == only(docs, "Service")["spec"]["selector"]
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
     (endpoint,) = sm["spec"]["endpoints"]
-    assert (endpoint["port"], endpoint["path"], endpoint["scheme"]) == ("http-metrics", "/metrics", "http")
+    assert (endpoint["port"], endpoint["path"], endpoint["scheme"]) == ("https-metrics", "/metrics", "https")
+    # The scheduler's certificate is self-signed per start; Prometheus sends its own ServiceAccount token.
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert "authorization" not in endpoint
+
+
+def test_service_monitor_with_a_ca_and_a_token_secret(helm: Path) -> None:
+    values = {
+        "serviceMonitor": {
+            "enabled": True,
+            "insecureSkipVerify": False,
+            "tlsConfig": {"ca": {"secret": {"name": "ca", "key": "ca.crt"}}, "serverName": "localhost"},
+            "authorization": {"type": "Bearer", "credentials": {"name": "scrape-token", "key": "token"}},
+        }
+    }
+    (endpoint,) = only(render(helm, values), "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["tlsConfig"] == {
+        "insecureSkipVerify": False,
+        "ca": {"secret": {"name": "ca", "key": "ca.crt"}},
+        "serverName": "localhost",
+    }
+    assert endpoint["authorization"] == {"type": "Bearer", "credentials": {"name": "scrape-token", "key": "token"}}
+    assert "bearerTokenFile" not in endpoint
 
 
 def prometheus_rules(helm: Path) -> list[Doc]:

@@ -1,7 +1,10 @@
 """`pyscheduler run`: load the configuration, set up logging, run the cluster adapter until stopped.
 
-Called by `scheduler.cli` (which owns argument parsing); reads kubeconfig, config, port, bind_address,
-resync_period, verbosity, log_format and enable_debug_handlers from the parsed args.
+Called by `scheduler.cli` (which owns argument parsing); reads kubeconfig, config, the serving flags (port,
+bind_address, tls_cert_file, tls_private_key_file, client_ca_file, authorization_always_allow_paths,
+insecure_serving), resync_period, verbosity, log_format and enable_debug_handlers from the parsed args.
+A serving flag that cannot be used ends the command with one `error: --flag: ...` line and exit code 2,
+before the API server is contacted.
 """
 
 from __future__ import annotations
@@ -9,6 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scheduler.adapters.cluster.serving.options import ServingOptions
 
 EXIT_USAGE = 2
 
@@ -20,12 +27,35 @@ def setup_logging(verbosity: int, log_format: str) -> None:
     setup(verbosity, log_format)
 
 
+def serving_options(args: argparse.Namespace) -> ServingOptions:
+    """The serving flags of `pyscheduler run` as ServingOptions (defaults for flags a caller left out)."""
+    from scheduler.adapters.cluster.serving.options import ServingOptions, split_paths
+
+    defaults = ServingOptions()
+    paths = getattr(args, "authorization_always_allow_paths", None)
+    return ServingOptions(
+        bind_address=str(getattr(args, "bind_address", defaults.bind_address)),
+        port=int(getattr(args, "port", defaults.port)),
+        insecure=bool(getattr(args, "insecure_serving", False)),
+        tls_cert_file=getattr(args, "tls_cert_file", None),
+        tls_private_key_file=getattr(args, "tls_private_key_file", None),
+        client_ca_file=getattr(args, "client_ca_file", None),
+        always_allow_paths=defaults.always_allow_paths if paths is None else split_paths(str(paths)),
+    )
+
+
 def run_command(args: argparse.Namespace) -> int:
-    """Load --config (exit 2 with `error: ...` when invalid), then run until SIGTERM/SIGINT."""
+    """Load --config and the serving flags (exit 2 with `error: ...` when invalid), then run until SIGTERM."""
+    from scheduler.adapters.cluster.serving.options import ServingConfigError, prepare_serving
     from scheduler.core.profile import load_config_or_report
 
     config = load_config_or_report(getattr(args, "config", None), plugins=getattr(args, "plugin", None) or ())
     if config is None:
+        return EXIT_USAGE
+    try:
+        serving = prepare_serving(serving_options(args))
+    except ServingConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     verbosity = getattr(args, "verbosity", None)
     if verbosity is None:
@@ -41,8 +71,7 @@ def run_command(args: argparse.Namespace) -> int:
             run(
                 config,
                 getattr(args, "kubeconfig", None),
-                port=int(getattr(args, "port", 10259)),
-                bind_address=str(getattr(args, "bind_address", "0.0.0.0")),
+                serving=serving,
                 resync_period=float(getattr(args, "resync_period", 300.0)),
                 debug_handlers=bool(getattr(args, "enable_debug_handlers", False)),
             )
