@@ -10,24 +10,16 @@ import contextlib
 import json
 import os
 import signal
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
-from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess
-from tests.e2e.kube import single_replica_config, wait_for, wait_for_pod_bound
+from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, StartPyScheduler
+from tests.e2e.kube import wait_for, wait_for_pod_bound
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
-
-Start = Callable[..., Awaitable[PySchedulerProcess]]
-
 
 async def _get_json(sched: PySchedulerProcess, path: str) -> Any:
     """GET a debug document as the admin; a 429 of the rate-limited calls is waited out, not an error."""
@@ -36,58 +28,7 @@ async def _get_json(sched: PySchedulerProcess, path: str) -> Any:
     return json.loads(body)
 
 
-@pytest.fixture
-async def start_pyscheduler(control_plane: ControlPlane, kubeconfig: Path, tmp_path: Path) -> AsyncIterator[Start]:
-    """Starts `pyscheduler run` with extra flags, waits for /readyz; SIGTERM afterwards must end it with 0."""
-    started: list[PySchedulerProcess] = []
-
-    async def start(*extra: str, log_format: str = "text") -> PySchedulerProcess:
-        port = free_port()
-        argv = [sys.executable, "-m", "scheduler", "run", "--kubeconfig", str(kubeconfig), "--port", str(port)]
-        argv += ["--config", str(single_replica_config(tmp_path))]
-        argv += ["--bind-address", "127.0.0.1", "-v", "2", "--log-format", log_format, *extra]
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-        log_path = tmp_path / f"pyscheduler-{len(started)}.log"
-        process = ManagedProcess("pyscheduler", argv, log_path, env=env).start()
-        handle = PySchedulerProcess(process, port, control_plane.token)
-        started.append(handle)
-
-        async def ready() -> bool:
-            if not handle.process.running():
-                raise AssertionError(f"pyscheduler exited with {handle.process.poll()}:\n{handle.log()}")
-            try:
-                status, _ = await handle.request("GET", "/readyz", token="")
-            except (aiohttp.ClientError, TimeoutError):
-                return False
-            return status == 200
-
-        await wait_for(ready, what="pyscheduler /readyz", within=30)
-        return handle
-
-    try:
-        yield start
-    finally:
-        failures = []
-        for handle in started:
-            process = handle.process
-            code = None
-            if process.running() and process.pid is not None:
-                os.kill(process.pid, signal.SIGTERM)
-
-                async def exited(p: ManagedProcess = process) -> bool:
-                    return not p.running()
-
-                with contextlib.suppress(AssertionError):
-                    await wait_for(exited, what="pyscheduler to exit", within=20, interval=0.1)
-                code = process.poll()
-            log_text = handle.log()
-            process.stop()
-            if code != 0:
-                failures.append(f"code {code}:\n{log_text}")
-        assert not failures, f"pyscheduler did not exit cleanly on SIGTERM: {failures}"
-
-
-async def test_debug_endpoints_are_off_by_default(start_pyscheduler: Start) -> None:
+async def test_debug_endpoints_are_off_by_default(start_pyscheduler: StartPyScheduler) -> None:
     sched = await start_pyscheduler()
     paths = ("/debug/flags/v", "/debug/cache", "/debug/cache/compare", "/debug/explain/default/x")
     for path in (*paths, "/debug/pyscheduler/stats"):
@@ -97,7 +38,7 @@ async def test_debug_endpoints_are_off_by_default(start_pyscheduler: Start) -> N
     assert status in (404, 405)
 
 
-async def test_flags_v_changes_verbosity_at_runtime(start_pyscheduler: Start) -> None:
+async def test_flags_v_changes_verbosity_at_runtime(start_pyscheduler: StartPyScheduler) -> None:
     sched = await start_pyscheduler("--enable-debug-handlers")
     status, body = await sched.request("GET", "/debug/flags/v")
     assert (status, body.strip()) == (200, "2")
@@ -112,7 +53,11 @@ async def test_flags_v_changes_verbosity_at_runtime(start_pyscheduler: Start) ->
 
 
 async def test_cache_dump_and_compare(
-    start_pyscheduler: Start, create_node: NodeFactory, create_pod: PodFactory, api_client: ApiClient, namespace: str
+    start_pyscheduler: StartPyScheduler,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+    api_client: ApiClient,
+    namespace: str,
 ) -> None:
     await create_node("dbg-node-a")
     await create_node("dbg-node-b")
@@ -149,7 +94,11 @@ async def test_cache_dump_and_compare(
 
 
 async def test_explain_endpoint_for_pending_and_host_port_pods(
-    start_pyscheduler: Start, create_node: NodeFactory, create_pod: PodFactory, api_client: ApiClient, namespace: str
+    start_pyscheduler: StartPyScheduler,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+    api_client: ApiClient,
+    namespace: str,
 ) -> None:
     await create_node("dbg-ports", cpu="2")
     sched = await start_pyscheduler("--enable-debug-handlers")
@@ -182,7 +131,7 @@ async def test_explain_endpoint_for_pending_and_host_port_pods(
     assert status == 404 and "not found" in body
 
 
-async def test_sigusr2_logs_the_cache_comparison(start_pyscheduler: Start, create_node: NodeFactory) -> None:
+async def test_sigusr2_logs_the_cache_comparison(start_pyscheduler: StartPyScheduler, create_node: NodeFactory) -> None:
     await create_node("dbg-usr2")
     sched = await start_pyscheduler(log_format="json")
     assert sched.process.pid is not None

@@ -12,9 +12,8 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import REPO_ROOT
-from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.conftest import NodeFactory, PodFactory, StartPyScheduler
 from tests.e2e.kube import wait_for_pod_bound
-from tests.e2e.test_debug_endpoints import Start, start_pyscheduler  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -62,7 +61,7 @@ async def test_explain_from_the_api_without_a_running_scheduler(
 
 
 async def test_explain_through_the_running_scheduler(
-    start_pyscheduler: Start,  # noqa: F811
+    start_pyscheduler: StartPyScheduler,
     kubeconfig: Path,
     create_node: NodeFactory,
     create_pod: PodFactory,
