@@ -19,7 +19,7 @@ run() {
 run .venv/bin/ruff check .
 # mypy gets the configured directories that exist (a missing one is an error for mypy).
 mypy_paths=()
-for dir in scheduler tests bench; do [[ -d $dir ]] && mypy_paths+=("$dir"); done
+for dir in scheduler tests bench examples/plugins; do [[ -d $dir ]] && mypy_paths+=("$dir"); done
 run .venv/bin/mypy "${mypy_paths[@]}"
 run .venv/bin/lint-imports
 

@@ -122,6 +122,10 @@ def explain_pod(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation
 def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     snap = _without_pod(snapshot, pod)
     expl = Explanation(pod=pod.key, profile=fwk.profile_name, current_node=pod.node_name)
+    if pod.node_name:
+        # A bound pod is evaluated as its scheduling cycle saw it: unbound, against every node (otherwise
+        # its own spec.nodeName would make NodeName keep only the node it is on).
+        pod = pod.with_node("")
     state = CycleState()
     nodes: list[NodeInfo] = snap.node_info_list
     pre_res, status, narrowing = fwk.run_pre_filter(state, pod, nodes)
