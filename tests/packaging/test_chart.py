@@ -320,6 +320,14 @@ def test_rbac_create_false_renders_no_rbac(helm: Path) -> None:
     ]
 
 
+def test_extra_rules_for_out_of_tree_plugins_are_appended(helm: Path) -> None:
+    """rbac.extraRules (what an out-of-tree plugin reads) lands in the ClusterRole after the built-in rules."""
+    rule = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
+    plain = only(render(helm), "ClusterRole", fullname(RELEASE))["rules"]
+    extended = only(render(helm, {"rbac": {"extraRules": [rule]}}), "ClusterRole", fullname(RELEASE))["rules"]
+    assert extended == [*plain, rule]
+
+
 def test_metrics_reader_binds_the_given_subjects(helm: Path) -> None:
     subjects = [
         {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"},
@@ -538,6 +546,7 @@ SCHEMA_REJECTS = {
     "always-allow-path-inner-star": ({"serving": {"alwaysAllowPaths": ["/a*b"]}}, "alwaysAllowPaths"),
     "metrics-reader-subject-kind": ({"metricsReader": {"subjects": [{"kind": "Pod", "name": "x"}]}}, "kind"),
     "network-policy-typo": ({"networkPolicy": {"enabeld": True}}, "enabeld"),
+    "extra-rule-without-verbs": ({"rbac": {"extraRules": [{"apiGroups": [""], "resources": ["configmaps"]}]}}, "verbs"),
 }
 
 
