@@ -137,3 +137,47 @@ def test_bad_plugin_flag_exits_2(
     err = capsys.readouterr().err
     assert code == 2
     assert message in err and "Traceback" not in err
+
+
+KUBECONFIGS = {
+    "not-yaml": (b"apiVersion: v1\nclusters: [1, 2\n", "invalid YAML"),
+    "binary": (b"\xff\xfe\x00\x01", "not UTF-8 text"),
+    "recursive-alias": (b"a: &a [*a]\n", "recursive"),
+    "not-a-mapping": (b"- 1\n- 2\n", "expected one YAML mapping"),
+    "no-context": (b"apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\ncurrent-context: x\n", "Invalid kube"),
+}
+
+
+@pytest.mark.parametrize("command", ["run", "explain"])
+@pytest.mark.parametrize(("content", "message"), KUBECONFIGS.values(), ids=KUBECONFIGS.keys())
+def test_bad_kubeconfig_is_one_line_and_exit_2(
+    command: str, content: bytes, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unreadable or malformed kubeconfig ends with one `error:` line naming the file, exit 2."""
+    path = tmp_path / "kubeconfig"
+    path.write_bytes(content)
+    argv = ["run", "--kubeconfig", str(path)] if command == "run" else ["explain", "ns/p", "--kubeconfig", str(path)]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: kubeconfig {path}"), err
+    assert message in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["-v", "-3"], "error: -v: -3 is not a verbosity (0-10)", id="negative-verbosity"),
+        pytest.param(["--resync-period", "-5"], "error: --resync-period: -5.0 is not a number", id="negative-resync"),
+        pytest.param(["--resync-period", "inf"], "error: --resync-period: inf is not a number", id="infinite-resync"),
+        pytest.param(["--port", "70000"], "error: --port: 70000 is not a TCP port", id="port"),
+        pytest.param(["--bind-address", "999.1.1.1"], "error: --bind-address:", id="bind-address"),
+        pytest.param(["--kubeconfig", "/nonexistent/kubeconfig"], "no such file", id="missing-kubeconfig"),
+    ],
+)
+def test_bad_run_flags_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", *argv])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert message in err and "Traceback" not in err

@@ -66,7 +66,7 @@ def _load_yaml(text: str, source: str) -> list[Any]:
         loader = loader_cls(text)  # the pure-Python reader checks characters here already
         return _iter_docs(loader)
     except yaml.YAMLError as exc:
-        raise DocumentError(f"{source}: invalid YAML: {exc}") from exc
+        raise DocumentError(f"{source}: invalid YAML: {' '.join(str(exc).split())}") from exc
     except RecursionError as exc:
         raise DocumentError(f"{source}: invalid YAML: nested too deeply") from exc
     except ValueError as exc:  # e.g. an integer with more digits than Python converts

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 from typing import TYPE_CHECKING
 
@@ -60,6 +61,13 @@ def run_command(args: argparse.Namespace) -> int:
     verbosity = getattr(args, "verbosity", None)
     if verbosity is None:
         verbosity = {"debug": 4, "info": 2, "warning": 0}.get(str(getattr(args, "log_level", "info")).lower(), 2)
+    if not 0 <= int(verbosity) <= 10:
+        print(f"error: -v: {verbosity} is not a verbosity (0-10)", file=sys.stderr)
+        return EXIT_USAGE
+    resync = float(getattr(args, "resync_period", 300.0))
+    if not math.isfinite(resync) or resync < 1.0:
+        print(f"error: --resync-period: {resync} is not a number of seconds >= 1", file=sys.stderr)
+        return EXIT_USAGE
     setup_logging(int(verbosity), str(getattr(args, "log_format", "text") or "text"))
 
     from scheduler.adapters.cluster.client import ClientConfigError
@@ -72,13 +80,13 @@ def run_command(args: argparse.Namespace) -> int:
                 config,
                 getattr(args, "kubeconfig", None),
                 serving=serving,
-                resync_period=float(getattr(args, "resync_period", 300.0)),
+                resync_period=resync,
                 debug_handlers=bool(getattr(args, "enable_debug_handlers", False)),
             )
         )
-    except ClientConfigError as exc:
+    except ClientConfigError as exc:  # a missing, unreadable or malformed kubeconfig: fix the input
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_USAGE
     except ConfigError as exc:  # a plugin that fails to start
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -244,9 +244,9 @@ def explain_command(args: argparse.Namespace) -> int:
     except ExplainError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
-    except ClientConfigError as exc:
+    except ClientConfigError as exc:  # a missing, unreadable or malformed kubeconfig: fix the input
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_USAGE
     except ConfigError as exc:  # a plugin that fails to start
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
