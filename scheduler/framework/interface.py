@@ -212,15 +212,40 @@ class ExplainDetail:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class FixCandidate:
+    """A change that might let a pod schedule, proposed by the plugin that rejected it somewhere.
+
+    The explain engine never trusts the proposal: it applies `pod` (to the pod) and/or `snapshot` (to the
+    cluster's nodes) to copies, re-runs every PreFilter/Filter on every node, and reports the nodes that
+    become feasible. Candidates with the same `key` are one change; of those, the one with the largest
+    `magnitude` is kept (e.g. the largest request that still fits somewhere). `data` is the change in
+    structured form for JSON (`{"toleration": {...}}`, `{"resource": "cpu", "request": "1500m"}`...).
+    """
+
+    key: str
+    kind: str
+    description: str
+    pod: Callable[[PodInfo], PodInfo] | None = None
+    snapshot: Callable[[Snapshot], Snapshot] | None = None
+    magnitude: float = 0.0
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
 class ExplainExtensions:
     """Filter plugins that can say more about a node than their reason string (which pods hold the port, the
-    domain counts behind a skew...). `pyscheduler explain` calls it for every node it evaluates, after the
-    plugin's own PreFilter/Filter ran on the same CycleState; `status` is the plugin's verdict (None: pass).
+    domain counts behind a skew...) and propose what would make the pod fit. `pyscheduler explain` calls
+    both for every node it evaluates, after the plugin's own PreFilter/Filter ran on the same CycleState;
+    `status` is the plugin's verdict (None: pass).
     """
 
     def explain_node(
         self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status | None
     ) -> list[ExplainDetail]:
+        return []
+
+    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
+        """Changes that could lift this plugin's rejection of `node` (called only for rejected nodes)."""
         return []
 
 

@@ -58,3 +58,7 @@ class Snapshot:
 
     def num_nodes(self) -> int:
         return len(self.node_info_list)
+
+    def with_nodes(self, replacements: dict[str, NodeInfo]) -> Snapshot:
+        """A new snapshot in which the named NodeInfos are replaced (what-if explanations); same order."""
+        return Snapshot.from_node_infos([replacements.get(n.name, n) for n in self.node_info_list])
