@@ -163,8 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=cmd_simulate)
 
     exp = sub.add_parser("explain", help="explain node by node why a live pod is where it is or is Pending")
-    exp.add_argument("pod", metavar="NS/NAME", help="the pod (a bare NAME is in namespace default)")
-    exp.add_argument("--kubeconfig", default=None, help="kubeconfig path (in-cluster config when omitted)")
+    exp.add_argument("pod", metavar="[NS/]NAME", help="the pod (a bare NAME is in namespace default, or -n)")
+    exp.add_argument("-n", "--namespace", default=None, help="the pod's namespace (as kubectl's -n)")
+    exp.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig path (default as kubectl: $KUBECONFIG, ~/.kube/config, else in-cluster)",
+    )
+    exp.add_argument("--context", default=None, help="kubeconfig context (default: its current-context)")
+    exp.add_argument("--all-nodes", action="store_true", help="list every node's verdict, not groups of nodes")
     exp.add_argument(
         "--server",
         default=None,
@@ -206,3 +213,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     code: int = args.func(args)
     return code
+
+
+def kubectl_main(argv: Sequence[str] | None = None) -> int:
+    """`kubectl pyscheduler ...`: the kubectl plugin (an executable named kubectl-pyscheduler on the PATH).
+
+    `kubectl pyscheduler explain -n NS POD [-o json] [--context CTX]` uses the user's kubeconfig and context
+    like any kubectl plugin; every `pyscheduler` subcommand works the same way after `kubectl pyscheduler`.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(
+            "usage: kubectl pyscheduler explain [-n NAMESPACE] POD [-o text|json] [--context CTX] [--all-nodes]\n"
+            "       kubectl pyscheduler simulate CLUSTER.yaml [--explain NS/NAME]\n"
+            "Why is my pod Pending? pyscheduler's node-by-node answer and what would make it fit."
+        )
+        return 0 if args else EXIT_USAGE
+    return main(args)

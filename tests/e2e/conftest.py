@@ -236,10 +236,9 @@ async def create_node(api_client: ApiClient, namespace: str) -> AsyncIterator[No
             unschedulable=unschedulable,
             ready=ready,
         )
-        node = await request_json(api_client, "POST", "/api/v1/nodes", body=manifest)
-        created.append(name)
-        # Status is only writable through the status subresource.
-        node["status"] = node_status(
+        # One request, status included, as a kubelet registers its node: a scheduler watching nodes never sees
+        # it without capacity (a node seen between a create and a status update gave misleading events).
+        manifest["status"] = node_status(
             cpu=cpu,
             memory=memory,
             pods=pods,
@@ -247,7 +246,10 @@ async def create_node(api_client: ApiClient, namespace: str) -> AsyncIterator[No
             extended=extended,
             ready=ready,
         )
-        return await request_json(api_client, "PUT", f"/api/v1/nodes/{name}/status", body=node)
+        node = await request_json(api_client, "POST", "/api/v1/nodes", body=manifest)
+        created.append(name)
+        assert node.get("status", {}).get("allocatable"), f"the API server dropped the status of node {name}"
+        return node
 
     try:
         yield create

@@ -205,15 +205,17 @@ class KubeClient:
         connect_timeout: float = CONNECT_TIMEOUT,
         request_timeout: float = REQUEST_TIMEOUT,
         max_retries: int = MAX_RETRIES,
+        context: str | None = None,
     ) -> KubeClient:
-        """Load the kubeconfig file (or the in-cluster service account) into a fresh Configuration."""
+        """Load the kubeconfig file (its current context, or `context`), or the in-cluster service account,
+        into a fresh Configuration."""
         configuration = Configuration()
         where = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster configuration"
         try:
             if kubeconfig:
                 check_kubeconfig(kubeconfig)
                 await kube_config.load_kube_config(
-                    config_file=kubeconfig, client_configuration=configuration, persist_config=False
+                    config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
                 )
             else:
                 kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]

@@ -91,13 +91,14 @@ class ServerAccess:
 
 
 def kubeconfig_for_server(args: argparse.Namespace) -> str | None:
-    """The kubeconfig to take the --server credential from: --kubeconfig, $KUBECONFIG, ~/.kube/config."""
+    """The kubeconfig to use, as kubectl finds it: --kubeconfig, else the first existing file of $KUBECONFIG,
+    else ~/.kube/config; None when there is none (then the in-cluster service account is used)."""
     if args.kubeconfig:
         if not os.path.isfile(args.kubeconfig):
             raise ExplainError(f"--kubeconfig: {args.kubeconfig}: no such file", EXIT_USAGE)
         return str(args.kubeconfig)
     path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    return path if any(os.path.isfile(p) for p in path.split(os.pathsep) if p) else None
+    return next((p for p in path.split(os.pathsep) if p and os.path.isfile(p)), None)
 
 
 def in_cluster_token() -> str | None:
@@ -183,13 +184,14 @@ async def from_server(
 
 
 async def explain_from_api(
-    config: SchedulerConfiguration, kubeconfig: str | None, namespace: str, name: str
+    config: SchedulerConfiguration, kubeconfig: str | None, namespace: str, name: str, context: str | None = None
 ) -> Explanation:
     """LIST the cluster, load it into an in-memory scheduler and explain the pod against it."""
     client = await KubeClient.create(
         kubeconfig or (config.client_connection.kubeconfig or None),
         qps=config.client_connection.qps,
         burst=config.client_connection.burst,
+        context=context,
     )
     cluster = MemoryCluster()
     scheduler = build_scheduler(cluster, config)
@@ -224,12 +226,19 @@ async def explain_from_api(
 
 async def explain_async(args: argparse.Namespace, config: SchedulerConfiguration) -> str:
     namespace, name = split_pod_ref(args.pod)
+    if getattr(args, "namespace", None):
+        if "/" in args.pod:
+            raise ExplainError(f"give the namespace once: -n {args.namespace} or {args.pod}", EXIT_USAGE)
+        namespace = str(args.namespace)
     output = str(args.output)
     if args.server:
         return await from_server(args.server, namespace, name, output, await server_access(args))
-    expl = await explain_from_api(config, args.kubeconfig, namespace, name)
+    kubeconfig = kubeconfig_for_server(args)
+    expl = await explain_from_api(config, kubeconfig, namespace, name, getattr(args, "context", None))
     doc: Any = expl.to_json()
-    return json.dumps(doc, indent=2) if output == "json" else render_text(expl)
+    if output == "json":
+        return json.dumps(doc, indent=2)
+    return render_text(expl, all_nodes=bool(getattr(args, "all_nodes", False)))
 
 
 def explain_command(args: argparse.Namespace) -> int:
