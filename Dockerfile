@@ -4,7 +4,8 @@
 # BASE_IMAGE: both stages start from it. The default is the public Python image, pinned by tag (exact Python
 # patch, Debian release) and by the digest of its multi-architecture index, as recorded in public repositories
 # (this project's machines cannot reach a registry to re-check it; `docker buildx imagetools inspect
-# python:3.11.14-slim-bookworm` shows it). Any Debian-based image with python3 3.11 and its venv module works:
+# python:3.11.14-slim-bookworm` shows it). Any Debian-based image with python3 3.11 and its venv module (with
+# ensurepip's pip >= 22.3, for `pip --python`) works:
 # scripts/build-image.sh, which the test suite runs, builds from a minimal Debian bookworm made locally with
 # mmdebstrap (python3 from Debian's packages) because no registry is reachable there.
 #
