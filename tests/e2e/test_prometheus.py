@@ -34,6 +34,7 @@ from kubernetes_asyncio.client import ApiClient
 from tests.cluster.harness import REPO_ROOT, ManagedProcess, default_bin_dir, free_port
 from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, wait_for_event
 from tests.e2e.kube import JSON, request_json, wait_for, wait_for_pod_bound
+from tests.e2e.tools import missing_programs, require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -64,9 +65,9 @@ SELECTOR = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^{}]*)\}")
 
 
 def prometheus_binary() -> str:
+    require(missing_programs({"prometheus": "prometheus"}), needed_for="the dashboard and alert queries test")
     found = shutil.which("prometheus")
-    if found is None:
-        pytest.fail("no prometheus binary: install Debian's package (apt-get install prometheus; .ci/run does)")
+    assert found is not None
     return found
 
 

@@ -1,4 +1,4 @@
-"""The Helm chart helm/pyscheduler, the plain manifests in deploy/, the Grafana dashboard and the Dockerfile.
+"""The Helm chart helm/pyscheduler, the plain manifests in deploy/ and the Grafana dashboard.
 
 Runs the real helm (v3, built from Go modules by tests/cluster/build.sh into _build/bin/<release>/helm):
 `helm lint --strict`, `helm template` with the default values and with variations, and checks what comes out:
@@ -36,8 +36,6 @@ REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "helm" / "pyscheduler"
 DASHBOARD = CHART / "dashboards" / "pyscheduler.json"
 DEPLOY = REPO / "deploy" / "pyscheduler.yaml"
-DOCKERFILE = REPO / "Dockerfile"
-DOCKERIGNORE = REPO / ".dockerignore"
 RENDER_SCRIPT = REPO / "scripts" / "render-manifests.sh"
 
 RELEASE = "pyscheduler"
@@ -826,87 +824,3 @@ def test_every_metric_used_is_documented(helm: Path) -> None:
     families = {re.sub(r"_(bucket|sum|count)$", "", name) for name in used}
     unused = METRIC_NAMES - families
     assert not unused, f"catalogued metrics that neither the dashboard nor the alerts use: {sorted(unused)}"
-
-
-# ---------------------------------------------------------------------------------------------------
-# Dockerfile (static: no container engine here)
-
-
-def dockerfile_stages() -> list[tuple[str, list[tuple[str, str]]]]:
-    """[(FROM line argument, [(INSTRUCTION, arguments)])], continuation lines joined, comments dropped."""
-    logical: list[str] = []
-    buf = ""
-    for raw in DOCKERFILE.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not buf and (not line or line.startswith("#")):
-            continue
-        if line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            buf += line[:-1] + " "
-            continue
-        logical.append(buf + line)
-        buf = ""
-    stages: list[tuple[str, list[tuple[str, str]]]] = []
-    for line in logical:
-        instruction, _, args = line.partition(" ")
-        if instruction.upper() == "FROM":
-            stages.append((args.strip(), []))
-        else:
-            assert stages, f"instruction before FROM: {line}"
-            stages[-1][1].append((instruction.upper(), args.strip()))
-    return stages
-
-
-BUILD_TOOLS = re.compile(
-    r"\b(gcc|g\+\+|clang|make|build-essential|cmake|python3?-dev|libc6?-dev|git|curl|wget|cargo|rustc)\b"
-)
-
-
-def test_dockerfile_base_images_are_pinned() -> None:
-    stages = dockerfile_stages()
-    assert len(stages) >= 2, "the Dockerfile must be multi-stage"
-    for from_args, _ in stages:
-        image = from_args.split()[0]
-        if "@sha256:" in image:
-            continue
-        name, _, tag = image.rpartition(":")
-        assert name and re.fullmatch(r"3\.11\.\d+-slim(-[a-z]+)?", tag), f"unpinned base image {image}"
-
-
-def test_dockerfile_runtime_stage() -> None:
-    stages = dockerfile_stages()
-    from_args, instructions = stages[-1]
-    assert "slim" in from_args
-    users = [args for ins, args in instructions if ins == "USER"]
-    assert users, "the final stage must set USER"
-    user = users[-1].split(":")[0]
-    assert user.isdigit() and int(user) != 0, f"USER must be a numeric non-root UID, got {users[-1]}"
-    chart_uid = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))["podSecurityContext"]["runAsUser"]
-    assert int(user) == chart_uid
-
-    entrypoints = [args for ins, args in instructions if ins == "ENTRYPOINT"]
-    assert entrypoints and json.loads(entrypoints[-1]) == ["pyscheduler", "run"]
-    for ins, args in instructions:
-        if ins == "RUN":
-            assert not re.search(r"\b(apt-get|apt|apk|pip\d?)\s+install\b", args), f"install in final stage: {args}"
-            assert not BUILD_TOOLS.search(args), f"build tool in final stage: {args}"
-        if ins in ("COPY", "ADD"):
-            assert args.startswith("--from="), f"final stage copies from the build context: {args}"
-
-
-def test_dockerfile_build_stage_sources_exist_and_are_not_ignored() -> None:
-    ignore = DOCKERIGNORE.read_text(encoding="utf-8").splitlines()
-    assert "**" in ignore, ".dockerignore should exclude everything but the sources"
-    allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
-    for _, instructions in dockerfile_stages()[:-1]:
-        for ins, args in instructions:
-            if ins != "COPY" or args.startswith("--from="):
-                continue
-            *sources, _dest = args.split()
-            for source in sources:
-                assert (REPO / source).exists(), source
-                assert source.rstrip("/") in allowed, f"{source} is excluded by .dockerignore"
-    # The entry point the image runs is the console script pyproject.toml declares.
-    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
-    assert re.search(r'^pyscheduler = "scheduler\.cli:main"$', pyproject, re.MULTILINE)
