@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,9 +45,11 @@ CONFIG = {
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example installed into its own directory (a site-packages a user's pip would fill)."""
     target = tmp_path_factory.mktemp("site")
+    source = tmp_path_factory.mktemp("src") / "cost-score"
+    shutil.copytree(EXAMPLE, source)  # setuptools builds in the source tree: keep the repository clean
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "--target", str(target), str(EXAMPLE)],
+         "--disable-pip-version-check", "--target", str(target), str(source)],
         check=True,
         timeout=120,
     )
