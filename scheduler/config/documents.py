@@ -48,14 +48,12 @@ def decode_text(data: bytes, source: str) -> str:
 def load_all(text: str, source: str) -> list[Any]:
     """Every document of a YAML stream (or the one JSON document), checked and unshared."""
     stripped = text.lstrip()
-    docs: list[Any]
     if stripped[:1] in ("{", "["):
         try:
-            docs = [json.loads(text)]
+            return [json.loads(text)]  # JSON has no aliases: nothing is shared, nothing to bound
         except (ValueError, RecursionError):
-            docs = _load_yaml(text, source)  # YAML flow style also starts with { or [
-    else:
-        docs = _load_yaml(text, source)
+            pass  # YAML flow style also starts with { or [
+    docs = _load_yaml(text, source)
     return [bounded(doc, f"{source}: document {i + 1}") for i, doc in enumerate(docs)]
 
 
