@@ -199,18 +199,21 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
         return expl
     allowed = pre_res.node_names if pre_res is not None else None
     feasible: list[NodeInfo] = []
+    evaluated = [info for info in nodes if allowed is None or info.name in allowed]
+    verdicts = iter(fwk.run_filter_each(state, pod, evaluated))
+    extensions = {name: p for name, p in fwk.plugins.items() if isinstance(p, ExplainExtensions)}
     for info in nodes:
         verdict = NodeVerdict(info.name)
         if allowed is not None and info.name not in allowed:
             verdict.excluded_by = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]"
         else:
-            verdict.filters = fwk.run_filter_each(state, pod, info)
+            verdict.filters = next(verdicts)
             failure = verdict.first_failure
             if failure is None:
                 feasible.append(info)
             for plugin, st in verdict.filters:
-                extension = fwk.plugins.get(plugin)
-                if isinstance(extension, ExplainExtensions) and (st is None or st.code != Code.SKIP):
+                extension = extensions.get(plugin)
+                if extension is not None and (st is None or st.code != Code.SKIP):
                     verdict.details.extend((plugin, d) for d in extension.explain_node(state, pod, info, st))
         expl.nodes.append(verdict)
     if not feasible:

@@ -53,13 +53,21 @@ class Fix:
         return out
 
 
-def feasible_nodes(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> set[str]:
-    """Names of the nodes on which the pod passes every PreFilter and Filter now (all nodes, no sampling)."""
+def feasible_nodes(
+    fwk: Framework, pod: PodInfo, snapshot: Snapshot, only: set[str] | None = None
+) -> set[str]:
+    """Names of the nodes on which the pod passes every PreFilter and Filter now (all nodes, no sampling).
+
+    PreFilter always sees the whole snapshot (spread and affinity counts are cluster-wide); with `only`,
+    Filter runs on those nodes alone (a change that touched only them cannot open any other).
+    """
     state = CycleState()
     nodes = snapshot.node_info_list
     result, status, _ = fwk.run_pre_filter(state, pod, nodes)
     if status is not None and status.code != Code.SUCCESS:
         return set()
+    if only is not None:
+        nodes = [n for n in nodes if n.name in only]
     if result is not None and result.node_names is not None:
         nodes = [n for n in nodes if n.name in result.node_names]
     statuses, err = fwk.run_filters(state, pod, nodes)
@@ -101,6 +109,20 @@ def _apply(pod: PodInfo, snapshot: Snapshot, cands: Sequence[FixCandidate]) -> t
     return pod, snapshot
 
 
+def _opened(
+    fwk: Framework, pod: PodInfo, snapshot: Snapshot, cands: Sequence[FixCandidate], before: set[str]
+) -> set[str]:
+    """Nodes infeasible before and feasible once `cands` are applied. When no candidate changes the pod, only
+    the nodes whose NodeInfo the changes replaced are filtered (the others are as they were)."""
+    new_pod, new_snapshot = _apply(pod, snapshot, cands)
+    only: set[str] | None = None
+    if all(c.pod is None for c in cands) and new_snapshot is not snapshot:
+        # Nodes a Snapshot.with_nodes chain replaced; a transform that built its snapshot another way has no
+        # record of what it changed, so every node is filtered again.
+        only = set(new_snapshot.changed - snapshot.changed) or None
+    return feasible_nodes(fwk, new_pod, new_snapshot, only) - before
+
+
 def find_fixes(
     fwk: Framework,
     pod: PodInfo,
@@ -118,8 +140,7 @@ def find_fixes(
     fixes: list[Fix] = []
     useful: list[tuple[FixCandidate, set[str]]] = []
     for cand in cands:
-        new_pod, new_snapshot = _apply(pod, snapshot, [cand])
-        opened = feasible_nodes(fwk, new_pod, new_snapshot) - before
+        opened = _opened(fwk, pod, snapshot, [cand], before)
         if opened:
             fixes.append(Fix(cand.kind, cand.description, sorted(opened), dict(cand.data)))
         useful.append((cand, opened))
@@ -128,8 +149,7 @@ def find_fixes(
         for a, b in itertools.combinations(cands[:MAX_PAIR_CANDIDATES], 2):
             if a.kind == b.kind and a.key.split(":")[0] == b.key.split(":")[0] and a.pod is None and b.pod is None:
                 continue  # two node-side changes of one kind rarely combine; keep the search small
-            new_pod, new_snapshot = _apply(pod, snapshot, [a, b])
-            opened = feasible_nodes(fwk, new_pod, new_snapshot) - before
+            opened = _opened(fwk, pod, snapshot, [a, b], before)
             if opened:
                 parts = [Fix(c.kind, c.description, [], dict(c.data)) for c in (a, b)]
                 fixes.append(

@@ -18,6 +18,7 @@ class Snapshot:
         "_list_index",
         "_list_names",
         "_list_of",
+        "changed",
         "generation",
         "image_num_nodes",
         "node_info_list",
@@ -34,6 +35,8 @@ class Snapshot:
         self._list_names: list[str] | None = None
         self._list_of: list[NodeInfo] | None = None
         self._list_index: dict[str, int] | None = None
+        # Names of the nodes a what-if copy (with_nodes) replaced, relative to the snapshot it came from.
+        self.changed: frozenset[str] = frozenset()
 
     @classmethod
     def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
@@ -60,5 +63,32 @@ class Snapshot:
         return len(self.node_info_list)
 
     def with_nodes(self, replacements: dict[str, NodeInfo]) -> Snapshot:
-        """A new snapshot in which the named NodeInfos are replaced (what-if explanations); same order."""
-        return Snapshot.from_node_infos([replacements.get(n.name, n) for n in self.node_info_list])
+        """A new snapshot in which the named NodeInfos are replaced (what-if explanations); same order.
+
+        Costs a list and a dict copy: the positions come from an index built once per snapshot, and image
+        counts are recounted only when a replacement changed a node's images. `changed` names the nodes
+        replaced (accumulated over a chain of copies).
+        """
+        index = self._list_index
+        if index is None or len(index) != len(self.node_info_list):
+            index = self._list_index = {n.name: i for i, n in enumerate(self.node_info_list)}
+        snap = Snapshot()
+        snap.node_info_list = list(self.node_info_list)
+        snap.node_info_map = dict(self.node_info_map)
+        snap.image_num_nodes = self.image_num_nodes
+        snap._list_index = index
+        recount = False
+        for name, info in replacements.items():
+            i = index.get(name)
+            if i is None:
+                continue
+            old = snap.node_info_list[i]
+            snap.node_info_list[i] = info
+            snap.node_info_map[name] = info
+            old_images = old.node.images if old.node is not None else {}
+            new_images = info.node.images if info.node is not None else {}
+            recount |= old_images.keys() != new_images.keys()
+        if recount:
+            snap.recount_images()
+        snap.changed = self.changed | frozenset(n for n in replacements if n in index)
+        return snap
