@@ -18,6 +18,13 @@ JSON = dict[str, Any]
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PORTS = "node(s) didn't have free ports for the requested pod ports"
 ABSENT_NA = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+# The example pods all have priority 0: DefaultPreemption finds no victim on the one node it could try.
+PORTS_MESSAGE = (
+    f"0/4 nodes are available: 1 {PORTS}, 3 {ABSENT_NA}. preemption: 0/4 nodes are available: 1 {NO_VICTIMS}, "
+    f"3 {NOT_HELPFUL}."
+)
 
 
 def _run_example(name: str, seed: int = 0) -> SimulationResult:
@@ -58,7 +65,7 @@ def test_host_ports_story(pod: str, holder: str, port: str) -> None:
     placed = _placements(result)
     assert placed["kube-system/coredns-node-d"] == "node-d"
     assert placed[f"kube-system/{pod}"] is None
-    assert _messages(result)[f"kube-system/{pod}"] == f"0/4 nodes are available: 1 {PORTS}, 3 {ABSENT_NA}."
+    assert _messages(result)[f"kube-system/{pod}"] == PORTS_MESSAGE
     expl = result.explain("kube-system", pod)
     node = pod.removeprefix("coredns-")
     [verdict] = [v for v in expl.nodes if v.node == node]
@@ -66,7 +73,7 @@ def test_host_ports_story(pod: str, holder: str, port: str) -> None:
     assert [k for k, _ in holders] == [holder]
     assert port in dict(holders)[holder]
     assert all(v.excluded_by == ABSENT_NA for v in expl.nodes if v.node != node)
-    assert expl.message == f"0/4 nodes are available: 1 {PORTS}, 3 {ABSENT_NA}."
+    assert expl.message == PORTS_MESSAGE
 
 
 def test_host_ports_explain_cli_names_holder(capsys: pytest.CaptureFixture[str]) -> None:
@@ -91,35 +98,46 @@ def test_placement_factors_story() -> None:
     }
     taint = "node(s) had untolerated taint(s)"
     cordon = "node(s) were unschedulable"
+    # Requests beyond a node's allocatable are Unresolvable: preemption could only help late-arrival's node.
+    not_helpful = f" preemption: 0/3 nodes are available: 3 {NOT_HELPFUL}."
     assert _messages(result) == {
         "shop/web": None,
-        "shop/batch-huge": f"0/3 nodes are available: 1 {cordon}, 2 Insufficient cpu.",
+        "shop/batch-huge": f"0/3 nodes are available: 1 {cordon}, 2 Insufficient cpu." + not_helpful,
         "shop/db": (
             f"0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 {taint}, 1 {cordon}."
+            + not_helpful
         ),
         "shop/analytics": None,
-        "ml/trainer": f"0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 1 {taint}, 1 {cordon}.",
-        "shop/late-arrival": f"0/3 nodes are available: 1 Insufficient cpu, 1 {taint}, 1 {cordon}.",
+        "ml/trainer": f"0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 1 {taint}, 1 {cordon}." + not_helpful,
+        "shop/late-arrival": (
+            f"0/3 nodes are available: 1 Insufficient cpu, 1 {taint}, 1 {cordon}."
+            f" preemption: 0/3 nodes are available: 1 {NO_VICTIMS}, 2 {NOT_HELPFUL}."
+        ),
     }
 
 
 def test_json_output_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    """--output json prints exactly {"pods": [{"namespace","name","node","message"}]}."""
+    """--output json prints exactly {"pods": [{"namespace","name","node","message","preemptedBy"}],
+    "preemptions": [...]}."""
     code = main(["simulate", str(EXAMPLES / "host-ports.yaml"), "--output", "json"])
     captured = capsys.readouterr()
     assert code == 0
     doc = json.loads(captured.out)
-    assert list(doc) == ["pods"]
-    assert all(list(p) == ["namespace", "name", "node", "message"] for p in doc["pods"])
+    assert list(doc) == ["pods", "preemptions"]
+    assert all(list(p) == ["namespace", "name", "node", "message", "preemptedBy"] for p in doc["pods"])
     assert doc["pods"] == [
         {
             "namespace": "kube-system",
             "name": f"coredns-node-{n}",
             "node": None,
-            "message": f"0/4 nodes are available: 1 {PORTS}, 3 {ABSENT_NA}.",
+            "message": PORTS_MESSAGE,
+            "preemptedBy": None,
         }
         for n in "abc"
-    ] + [{"namespace": "kube-system", "name": "coredns-node-d", "node": "node-d", "message": None}]
+    ] + [
+        {"namespace": "kube-system", "name": "coredns-node-d", "node": "node-d", "message": None, "preemptedBy": None}
+    ]
+    assert doc["preemptions"] == []
 
 
 def _write(tmp_path: Path, docs: list[JSON]) -> Path:

@@ -15,9 +15,11 @@ from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.core.unsupported import find_unsupported, unsupported_message
 from scheduler.framework.fit_error import Diagnosis, FitError
 from scheduler.framework.interface import CycleState, ExplainDetail, ExplainExtensions
+from scheduler.framework.preemption import filter_victims_with_pdb_violation
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins.default_preemption import DefaultPreemption
 
 CODE_TEXT = {
     Code.UNSCHEDULABLE: "Unschedulable",
@@ -47,6 +49,43 @@ class NodeVerdict:
 
 
 @dataclass(slots=True)
+class VictimView:
+    pod: str
+    priority: int
+    pdb_violating: bool = False
+
+
+@dataclass(slots=True)
+class PreemptionView:
+    """What DefaultPreemption would do for a pod that fits nowhere: which pods it would evict where, and
+    why that node."""
+
+    outcome: str  # "preempt", "not eligible", "not helpful", "error"
+    message: str  # the PostFilter message ("preemption: ...") the FailedScheduling note ends with
+    node: str = ""
+    criterion: str = ""
+    candidates: list[tuple[str, list[VictimView], int]] = field(default_factory=list)  # (node, victims, violations)
+    nodes_that_cannot_help: dict[str, str] = field(default_factory=dict)  # node -> why (dry-run verdict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "message": self.message,
+            "nominatedNode": self.node or None,
+            "why": self.criterion or None,
+            "candidates": [
+                {
+                    "node": node,
+                    "pdbViolations": violations,
+                    "victims": [{"pod": v.pod, "priority": v.priority, "pdbViolating": v.pdb_violating} for v in vs],
+                }
+                for node, vs, violations in self.candidates
+            ],
+            "nodesThatCannotHelp": dict(self.nodes_that_cannot_help),
+        }
+
+
+@dataclass(slots=True)
 class Explanation:
     pod: str
     profile: str
@@ -57,6 +96,7 @@ class Explanation:
     message: str = ""  # the FailedScheduling message a cycle would produce now (empty when it fits)
     best: list[str] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)  # fields the fail-closed guard refuses the pod for
+    preemption: PreemptionView | None = None  # for a pod that fits nowhere, when a profile preempts
 
     def to_json(self) -> dict[str, Any]:
         def st(s: Status | None) -> dict[str, Any] | None:
@@ -74,6 +114,7 @@ class Explanation:
             },
             "message": self.message or None,
             "unsupportedFields": self.unsupported,
+            "preemption": self.preemption.to_json() if self.preemption is not None else None,
             "bestNodes": self.best,
             "nodes": [
                 {
@@ -135,6 +176,7 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     expl.pre_filter_status = status
     if status is not None and status.code != Code.SUCCESS:
         diagnosis = Diagnosis(absent_nodes_status=status, pre_filter_msg=status.message())
+        _explain_preemption(expl, fwk, state, pod, snap, diagnosis)
         expl.message = str(FitError(len(nodes), diagnosis))
         return expl
     allowed = pre_res.node_names if pre_res is not None else None
@@ -164,6 +206,7 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",),
             )
+        _explain_preemption(expl, fwk, state, pod, snap, diagnosis)
         expl.message = str(FitError(len(nodes), diagnosis))
         return expl
     by_name = {v.node: v for v in expl.nodes}
@@ -183,6 +226,43 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     top = max(totals)
     expl.best = [i.name for i, t in zip(feasible, totals, strict=True) if t == top]
     return expl
+
+
+def _explain_preemption(
+    expl: Explanation, fwk: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
+) -> None:
+    """For a pending pod that fits nowhere: DefaultPreemption's decision, dry-run only (nothing is evicted),
+    and its message as the end of the FailedScheduling message (diagnosis.post_filter_msg)."""
+    if pod.node_name:
+        return
+    plugin = next((p for p in fwk.post_filter if isinstance(p, DefaultPreemption)), None)
+    if plugin is None:
+        return
+    try:
+        evaluation, message = plugin.explain(fwk, state, pod, diagnosis.node_to_status_view(), snapshot)
+    except Exception as exc:  # an explanation must not fail because of one part of it
+        expl.preemption = PreemptionView("error", f"preemption could not be evaluated: {exc}")
+        return
+    diagnosis.post_filter_msg = message
+    view = PreemptionView("not helpful", message)
+    status = evaluation.status
+    if status.code == Code.ERROR:
+        view.outcome = "error"
+    elif evaluation.best is not None:
+        view.outcome = "preempt"
+        view.node = evaluation.best.node
+        view.criterion = evaluation.criterion
+    elif evaluation.dry_run is None:
+        view.outcome = "not eligible"
+    pdbs = plugin.handle_objects_pdbs()
+    if evaluation.dry_run is not None:
+        for candidate in evaluation.dry_run.candidates:
+            violating = {v.uid for v, _ in filter_victims_with_pdb_violation(candidate.victims, pdbs)[0]}
+            victims = [VictimView(v.key, v.priority, v.uid in violating) for v in candidate.victims]
+            view.candidates.append((candidate.node, victims, candidate.pdb_violations))
+        for node, st in evaluation.dry_run.node_statuses.items():
+            view.nodes_that_cannot_help[node] = st.message()
+    expl.preemption = view
 
 
 def render_text(expl: Explanation) -> str:
@@ -228,8 +308,30 @@ def render_text(expl: Explanation) -> str:
                 out.append(f"    {plugin}: {st.message()} ({CODE_TEXT.get(st.code, '')})")
         for _, detail in v.details:
             out.append(f"    {detail.text}")
+    if expl.preemption is not None:
+        out.extend(_render_preemption(expl.preemption))
     if expl.message:
         out.append(f"Message: {expl.message}")
     elif expl.best:
         out.append(f"Best node(s): {', '.join(expl.best)}")
     return "\n".join(out)
+
+
+def _render_preemption(view: PreemptionView) -> list[str]:
+    out = ["Preemption (DefaultPreemption, dry run: nothing is evicted by explaining):"]
+    if view.outcome == "preempt":
+        chosen = next((vs for node, vs, _ in view.candidates if node == view.node), [])
+        names = ", ".join(f"{v.pod} (priority {v.priority})" for v in chosen)
+        out.append(f"  would evict {names} from {view.node}")
+        out.append(f"  why {view.node}: {view.criterion}")
+    else:
+        out.append(f"  {view.message or view.outcome}")
+    for node, victims, violations in view.candidates:
+        if node == view.node:
+            continue
+        names = ", ".join(f"{v.pod} (priority {v.priority})" for v in victims)
+        extra = f", breaking {violations} PodDisruptionBudget(s)" if violations else ""
+        out.append(f"  also possible: {node}: evict {names}{extra}")
+    for node, why in view.nodes_that_cannot_help.items():
+        out.append(f"  {node}: cannot help: {why}")
+    return out
