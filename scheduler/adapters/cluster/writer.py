@@ -292,16 +292,12 @@ class ClusterWriter:
         return True
 
     def record_preempted(self, victim: PodInfo, preemptor: PodInfo, note: str) -> None:
-        """Normal `Preempted` event on the victim, related to the preemptor, reported by its scheduler."""
-        self._event(
-            victim,
-            "Normal",
-            EVENT_PREEMPTED,
-            ACTION_PREEMPTING,
-            note,
-            related=preemptor,
-            controller=preemptor.scheduler_name,
-        )
+        """Normal `Preempted` event on the victim, reported by the preemptor's scheduler.
+
+        No `related`: upstream passes its preemptor wrapper type, which the recorder cannot reference, so
+        kube-scheduler v1.37's event carries none (shown by tests/e2e/test_preemption_parity.py).
+        """
+        self._event(victim, "Normal", EVENT_PREEMPTED, ACTION_PREEMPTING, note, controller=preemptor.scheduler_name)
 
     async def clear_nominated_node_name(self, pod: PodInfo) -> None:
         """PATCH status.nominatedNodeName away (a lower-priority nominee of a preemption's node)."""
@@ -325,13 +321,11 @@ class ClusterWriter:
         action: str,
         note: str,
         *,
-        related: PodInfo | None = None,
         controller: str | None = None,
     ) -> None:
         controller = controller or pod.scheduler_name
         instance = f"{controller}-{self.hostname}"
         regarding = pod_reference(pod)
-        related_ref = pod_reference(related) if related is not None else None
         key = (
             type_,
             action,
@@ -342,8 +336,6 @@ class ClusterWriter:
             pod.name,
             str(regarding.get("uid", "")),
             str(regarding.get("resourceVersion", "")),
-            str(related_ref.get("uid", "")) if related_ref else "",
-            str(related_ref.get("resourceVersion", "")) if related_ref else "",
         )
         now = self._clock()
         entry = self._event_cache.get(key)
@@ -371,8 +363,6 @@ class ClusterWriter:
             "note": note,
             "type": type_,
         }
-        if related_ref is not None:
-            body["related"] = related_ref
         self._event_cache[key] = _EventEntry(pod.namespace, name, body, now, now)
         self._enqueue_event(_Write("event", pod.namespace, name, body, pod.key, pod.uid))
 
