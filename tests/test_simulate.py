@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.cli import main
-from scheduler.simulate import InputError, SimulationResult, load_documents, simulate
+from scheduler.simulate import InputError, SimulationResult, load_documents, render_table, simulate
 from scheduler.testing import make_node, make_pod
 
 JSON = dict[str, Any]
@@ -134,9 +134,7 @@ def test_json_output_shape(capsys: pytest.CaptureFixture[str]) -> None:
             "preemptedBy": None,
         }
         for n in "abc"
-    ] + [
-        {"namespace": "kube-system", "name": "coredns-node-d", "node": "node-d", "message": None, "preemptedBy": None}
-    ]
+    ] + [{"namespace": "kube-system", "name": "coredns-node-d", "node": "node-d", "message": None, "preemptedBy": None}]
     assert doc["preemptions"] == []
 
 
@@ -316,3 +314,137 @@ def test_simulate_never_overcommits(nodes: list[tuple[str, int, int, int]], pods
         assert cpu <= c * 1000
         assert mem <= m * 1024
         assert count <= p
+
+
+# --------------------------------------------------------------------------------------------- priority and preemption
+
+
+def test_preemption_story_shows_who_evicted_whom(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/preemption.yaml: the PDB steers the preemption to node-b, whose two youngest batch pods go;
+    the pod whose class forbids preempting stays Pending and says why."""
+    result = _run_example("preemption.yaml")
+    assert _placements(result) == {"shop/reports": None, "shop/payments": "node-b"}
+    assert _messages(result)["shop/reports"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    )
+    assert [p.to_json() for p in result.preemptions] == [
+        {"preemptor": "shop/payments", "node": "node-b", "victims": ["shop/batch-b3", "shop/batch-b4"]}
+    ]
+    code = main(["simulate", str(EXAMPLES / "preemption.yaml")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "shop/payments evicted shop/batch-b3, shop/batch-b4 from node-b" in out
+
+
+def test_a_pod_placed_earlier_and_then_evicted_is_reported_as_preempted() -> None:
+    """A pod pyscheduler placed is later a victim: its row says by whom, in JSON and in the table."""
+    docs = [
+        make_node("n1").capacity(cpu="1").obj(),
+        make_pod("first", "ns").req(cpu="1").obj(),
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "urgent"},
+            "value": 1000,
+        },
+        make_pod("urgent", "ns").req(cpu="1").obj() | {},
+    ]
+    docs[3]["spec"]["priorityClassName"] = "urgent"
+    result = simulate(load_documents(_yaml(docs)))
+    by_name = {o.name: o for o in result.outcomes}
+    assert by_name["first"].to_json() == {
+        "namespace": "ns",
+        "name": "first",
+        "node": None,
+        "message": None,
+        "preemptedBy": "ns/urgent",
+    }
+    assert by_name["urgent"].node == "n1"
+    assert "<preempted>" in render_table(result) and "evicted by ns/urgent" in render_table(result)
+
+
+def _yaml(docs: list[JSON]) -> str:
+    import yaml
+
+    return yaml.safe_dump_all(docs)
+
+
+def _priority_class(name: str, value: int, **extra: Any) -> JSON:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        **extra,
+    }
+
+
+def _spec_of(objects: list[JSON], name: str) -> JSON:
+    return next(o["spec"] for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == name)
+
+
+def test_priority_admission_resolves_classes_defaults_and_system_classes() -> None:
+    """Like the Priority admission plugin: the class's value and preemptionPolicy; the lowest globalDefault
+    class for pods without one; the system classes always exist; 0 and PreemptLowerPriority otherwise."""
+    docs = [
+        _priority_class("default-high", 300, globalDefault=True),
+        _priority_class("default-low", 200, globalDefault=True),
+        _priority_class("never", 50, preemptionPolicy="Never"),
+        make_pod("plain").obj(),
+        make_pod("classed").obj(),
+        make_pod("critical").obj(),
+    ]
+    _spec_of(docs, "classed")["priorityClassName"] = "never"
+    _spec_of(docs, "critical")["priorityClassName"] = "system-node-critical"
+    objects = load_documents(_yaml(docs))
+    assert (_spec_of(objects, "plain")["priority"], _spec_of(objects, "plain")["priorityClassName"]) == (
+        200,
+        "default-low",
+    )
+    assert (_spec_of(objects, "classed")["priority"], _spec_of(objects, "classed")["preemptionPolicy"]) == (50, "Never")
+    assert _spec_of(objects, "critical")["priority"] == 2_000_001_000
+    no_classes = load_documents(_yaml([make_pod("bare").obj()]))
+    assert (_spec_of(no_classes, "bare")["priority"], _spec_of(no_classes, "bare")["preemptionPolicy"]) == (
+        0,
+        "PreemptLowerPriority",
+    )
+
+
+def test_priority_of_a_dump_is_kept_when_its_class_is_not_in_the_file() -> None:
+    """`kubectl get pods -o yaml` carries spec.priority already; without the PriorityClass it is trusted."""
+    obj = make_pod("dumped").priority(777).obj()
+    obj["spec"]["priorityClassName"] = "not-in-file"
+    [loaded] = load_documents(_yaml([obj]))
+    assert loaded["spec"]["priority"] == 777
+
+
+@pytest.mark.parametrize(
+    ("docs", "fragment"),
+    [
+        pytest.param(
+            [make_pod("p").obj() | {"spec": {**make_pod("p").obj()["spec"], "priorityClassName": "missing"}}],
+            "Pod p: no PriorityClass with name missing was found",
+            id="unknown-class",
+        ),
+        pytest.param(
+            [
+                _priority_class("high", 1000),
+                make_pod("p").priority(5).obj()
+                | {"spec": {**make_pod("p").priority(5).obj()["spec"], "priorityClassName": "high"}},
+            ],
+            "the integer value of priority (5) must not be provided in pod spec; priority admission controller "
+            "computed 1000 from the given PriorityClass name",
+            id="contradicting-priority",
+        ),
+        pytest.param(
+            [make_pod("p").preemption_policy("Never").obj()],
+            "the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission "
+            "controller computed PreemptLowerPriority from the given PriorityClass name",
+            id="policy-without-class",
+        ),
+    ],
+)
+def test_priority_admission_errors_are_input_errors(docs: list[JSON], fragment: str) -> None:
+    with pytest.raises(InputError) as info:
+        load_documents(_yaml(docs))
+    assert fragment in str(info.value)
