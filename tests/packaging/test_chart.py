@@ -221,7 +221,9 @@ def test_two_replicas_add_lease_rbac_and_pdb(helm: Path) -> None:
 CLUSTER_RULES: set[Rule] = {
     *{("", r, v, None) for r in ("nodes", "pods", "namespaces") for v in ("get", "list", "watch")},
     ("", "pods/binding", "create", None),
+    ("", "pods", "delete", None),
     ("", "pods/status", "patch", None),
+    *{("policy", "poddisruptionbudgets", v, None) for v in ("list", "watch")},
     *{("events.k8s.io", "events", v, None) for v in ("create", "patch")},
 }
 
@@ -614,6 +616,8 @@ REQUIRED_PANELS = {
     "API requests by code": ["rest_client_requests_total", "code"],
     "Cache size": ["scheduler_cache_size"],
     "Cache drift repaired": ["pyscheduler_cache_drift_repaired_total"],
+    "Preemption attempts and victims": ["scheduler_preemption_attempts_total", "scheduler_preemption_victims_bucket"],
+    "Asynchronous preemptions": ["scheduler_preemption_goroutines_execution_total", "result"],
     "Leader": ["pyscheduler_leader"],
     "CPU": ["process_cpu_seconds_total"],
     "Memory": ["process_resident_memory_bytes"],
