@@ -134,7 +134,10 @@ class MemoryCluster:
         if spec.get("nodeName"):
             raise AlreadyBoundError(f'pod {pod.name} is already assigned to node "{spec["nodeName"]}"')
         spec["nodeName"] = node_name
-        obj.setdefault("status", {})["phase"] = "Pending"
+        status = obj.setdefault("status", {})
+        status["phase"] = "Pending"
+        # The v1.37 API server clears the nomination on binding (ClearingNominatedNodeNameAfterBinding).
+        status.pop("nominatedNodeName", None)
         self.bindings.append((pod.key, node_name))
         if self.scheduler is not None:
             self.scheduler.on_pod_event(MODIFIED, obj)

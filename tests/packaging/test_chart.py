@@ -29,6 +29,7 @@ import yaml
 
 from scheduler.config.load import load_config
 from scheduler.config.types import SchedulerConfiguration
+from scheduler.plugins import default_preemption
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
 from tests.packaging.metrics_catalog import METRIC_NAMES, series_names
 
@@ -425,7 +426,11 @@ def test_profiles_and_plugin_config_load_with_our_loader(helm: Path) -> None:
                             "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
                         }
                     },
-                }
+                },
+                {
+                    "name": "DefaultPreemption",
+                    "args": {"minCandidateNodesPercentage": 20, "minCandidateNodesAbsolute": 50},
+                },
             ],
             "extraProfiles": [
                 {"schedulerName": "spreader"},
@@ -440,6 +445,7 @@ def test_profiles_and_plugin_config_load_with_our_loader(helm: Path) -> None:
     assert config.percentage_of_nodes_to_score == 50
     main = config.profiles[0]
     assert "NodeResourcesFit" in main.plugin_config
+    assert main.plugin_config["DefaultPreemption"] == default_preemption.Args(20, 50)
     assert "ImageLocality" not in [ref.name for ref in main.plugins.multi_point.enabled]
     le = config.leader_election
     assert le.leader_elect
