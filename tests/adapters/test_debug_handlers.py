@@ -82,6 +82,7 @@ async def test_cache_dump(client: TestClient[web.Request, web.Application]) -> N
     assert doc["assumed_pods"] == []
     assert doc["pending_pods"] == ["ns/big"]
     assert [p["pod"] for p in doc["queues"]["unschedulable"]] == ["ns/big"]
+    assert doc["nominated_pods"] == {}
     assert doc["counts"]["nodes"] == 2
 
 
