@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.objects import ClusterObjects
+from scheduler.backend.queue.nominator import Nominator
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from scheduler.core.api import BindError, ClusterAPI
 from scheduler.core.event_handlers import (
@@ -58,7 +59,9 @@ class _Binder:
 
 
 class SchedulerHandle:
-    """The Handle plugins receive: the current snapshot, the binder and the other cluster objects."""
+    """The Handle plugins receive: the current snapshot, the binder and the other cluster objects; for
+    preemption also the profiles, the nominator, the latest pods, background tasks and the writes
+    (`scheduler.framework.preemption.PreemptionHandle`)."""
 
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
@@ -73,6 +76,16 @@ class SchedulerHandle:
     @property
     def objects(self) -> ObjectLister:
         return self._scheduler.objects
+
+    def framework_for(self, scheduler_name: str) -> Framework | None:
+        return self._scheduler.profiles.get(scheduler_name)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return self._scheduler.nominator.nominated_pods_for_node(node_name)
+
+    def current_pod(self, uid: str) -> PodInfo | None:
+        s = self._scheduler
+        return s.pending.get(uid) or s.cache.get_pod(uid)
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         for fwk in self._scheduler.profiles.values():
@@ -90,6 +103,24 @@ class SchedulerHandle:
             return False
         waiting.reject("", "removed")
         return True
+
+    @property
+    def preemption_api(self) -> ClusterAPI:
+        return self._scheduler.api
+
+    @property
+    def observer(self) -> Observer:
+        return self._scheduler.observer
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        self._scheduler.spawn(coro, name)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        self._scheduler.activate(uids)
+
+    @property
+    def seed(self) -> int | None:
+        return self._scheduler.seed
 
 
 class Scheduler:
@@ -110,6 +141,7 @@ class Scheduler:
     ) -> None:
         self.api = api
         self.clock = clock
+        self.seed = seed
         self.observer = observer or Observer()
         self.cache = Cache()
         self.objects = ClusterObjects()
@@ -129,6 +161,9 @@ class Scheduler:
         self._plugin_events: dict[str, list[ClusterEvent]] = {}
         self._bind_slots = asyncio.Semaphore(max_in_flight_binds)
         self._bind_tasks: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[None]] = set()  # asynchronous preemptions
+        # Pods nominated to nodes (preemption); the frameworks' Filter runs yield to them.
+        self.nominator = Nominator(alive=lambda uid: uid in self.pending)
         self._wake: asyncio.Event | None = None
         self.attempts = 0
         self.bound_count = 0
@@ -152,6 +187,7 @@ class Scheduler:
         self._plugin_events = {}
         for fwk in self.profiles.values():
             self._plugin_events.update(fwk.events_to_register())
+            fwk.nominator = self.nominator
         self.queue = self._new_queue()
 
     def handle(self) -> SchedulerHandle:
@@ -196,6 +232,28 @@ class Scheduler:
     def move_assigned_pod_delete(self) -> None:
         """A binding failed and its assumed pod left the cache: that frees room like a pod deletion."""
         self.move(EVENT_ASSIGNED_POD_DELETE)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Move these pods to activeQ at once (upstream Activate), e.g. a preemptor whose preemption failed."""
+        moved = False
+        for uid in uids:
+            moved = self.queue.activate(uid) or moved
+        if moved:
+            self.notify()
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """Run a supervised background task (an asynchronous preemption): its failure is logged, never
+        lost, and `drain` waits for it."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._background.add(task)
+
+        def finished(t: asyncio.Task[None]) -> None:
+            self._background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("background task failed", extra={"task": name}, exc_info=t.exception())
+            self.notify()
+
+        task.add_done_callback(finished)
 
     def forget_pod_state(self, uid: str) -> None:
         """Drop every per-pod record kept outside the queue and cache (failure reports, refusals)."""
@@ -279,9 +337,9 @@ class Scheduler:
         await self.drain()
 
     async def drain(self) -> None:
-        """Wait for in-flight binding cycles to finish."""
-        while self._bind_tasks:
-            await asyncio.gather(*list(self._bind_tasks), return_exceptions=True)
+        """Wait for in-flight binding cycles and background preemptions to finish."""
+        while self._bind_tasks or self._background:
+            await asyncio.gather(*list(self._bind_tasks), *list(self._background), return_exceptions=True)
 
     async def run_until_idle(self, advance: Callable[[float], None] | None = None, max_idle_rounds: int = 20) -> None:
         """Schedule until no queued pod can make progress (the simulator's step).

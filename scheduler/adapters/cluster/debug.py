@@ -184,7 +184,7 @@ def log_comparison(doc: Mapping[str, Any]) -> None:
 
 
 def dump(scheduler: Scheduler) -> JSON:
-    """Nodes (with their pods), every cached pod with its node, assumed pods, and the queues."""
+    """Nodes (with their pods), every cached pod with its node, assumed pods, the queues and the nominations."""
     doc = scheduler.cache.dump()
     pods: dict[str, str] = {}
     for name, node in doc["nodes"].items():
@@ -192,6 +192,7 @@ def dump(scheduler: Scheduler) -> JSON:
             pods[key] = name
     doc["pods"] = dict(sorted(pods.items()))
     doc["queues"] = scheduler.queue.dump()
+    doc["nominated_pods"] = scheduler.nominator.dump()  # node -> pods nominated there by preemption
     doc["pending_pods"] = sorted(p.key for p in scheduler.pending_pods())
     doc["counts"]["pending_pods"] = len(doc["pending_pods"])
     return doc
