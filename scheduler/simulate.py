@@ -167,8 +167,9 @@ class SimulationResult:
             meta = obj.get("metadata") or {}
             if (meta.get("namespace") or "default") == namespace and meta.get("name") == name:
                 pod = parse_pod(obj)
-                fwk = self.scheduler.profiles.get(pod.scheduler_name) or next(iter(self.scheduler.profiles.values()))
-                return explain_pod(fwk, pod, self.scheduler.cache.fresh_snapshot())
+                # Plugins of their own over the explained snapshot: what they read from the Handle is what is shown.
+                fwk, snapshot = self.scheduler.explain_environment(pod.scheduler_name)
+                return explain_pod(fwk, pod, snapshot)
         raise KeyError(f"pod {namespace}/{name} not found in the simulation")
 
 

@@ -123,6 +123,75 @@ class SchedulerHandle:
         return self._scheduler.seed
 
 
+class ExplainHandle:
+    """A Handle over private copies, for an explanation computed off the scheduling loop (a worker thread).
+
+    It holds the snapshot being explained, a copy of the object store and of the nominations, and the
+    explaining frameworks (fresh plugin instances, see Framework.rebuild): nothing the scheduling loop mutates
+    is reachable from it, so the loop and the explanation never share a dict. Writes are refused: an
+    explanation evaluates (preemption included, as a dry run) and never binds, evicts or spawns.
+    """
+
+    def __init__(self, scheduler: Scheduler, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+        self._objects = scheduler.objects.copy()
+        nominator = scheduler.nominator
+        self._nominated = {node: list(nominator.nominated_pods_for_node(node)) for node in nominator.nodes()}
+        self._pods = {p.uid: p for info in snapshot.node_info_list for p in info.pods.values()}
+        self._pods.update(scheduler.pending)
+        self._seed = scheduler.seed
+        self._observer = Observer()
+        self.frameworks: dict[str, Framework] = {}
+
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    @property
+    def binder(self) -> _Binder:
+        raise RuntimeError("an explanation never binds")
+
+    @property
+    def objects(self) -> ObjectLister:
+        return self._objects
+
+    def framework_for(self, scheduler_name: str) -> Framework | None:
+        return self.frameworks.get(scheduler_name)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return list(self._nominated.get(node_name, ()))
+
+    def current_pod(self, uid: str) -> PodInfo | None:
+        return self._pods.get(uid)
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return None
+
+    def iterate_over_waiting_pods(self) -> list[WaitingPod]:
+        return []
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return False
+
+    @property
+    def preemption_api(self) -> ClusterAPI:
+        raise RuntimeError("an explanation never preempts")
+
+    @property
+    def observer(self) -> Observer:
+        return self._observer
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        coro.close()
+        raise RuntimeError("an explanation never starts tasks")
+
+    def activate(self, uids: Iterable[str]) -> None:
+        return None
+
+    @property
+    def seed(self) -> int | None:
+        return self._seed
+
+
 class Scheduler:
     """One scheduler process: cache, queue, profiles (one Framework per schedulerName) and the loop."""
 
@@ -192,6 +261,19 @@ class Scheduler:
 
     def handle(self) -> SchedulerHandle:
         return SchedulerHandle(self)
+
+    def explain_environment(self, scheduler_name: str) -> tuple[Framework, Snapshot]:
+        """A framework of the named profile (or the first) over a private snapshot of the cache, sharing
+        nothing mutable with this scheduler: what an explanation computed in a worker thread runs on.
+
+        Call it on the scheduler's loop (it copies the cache); use the result from any thread.
+        """
+        snapshot = self.cache.fresh_snapshot()
+        handle = ExplainHandle(self, snapshot)
+        for name, fwk in self.profiles.items():
+            handle.frameworks[name] = fwk.rebuild(handle) if fwk.rebuild is not None else fwk
+        chosen = handle.frameworks.get(scheduler_name) or next(iter(handle.frameworks.values()))
+        return chosen, snapshot
 
     def _pre_enqueue(self, pod: PodInfo) -> Status | None:
         fwk = self.profiles.get(pod.scheduler_name)

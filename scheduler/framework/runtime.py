@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import operator
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from scheduler.framework.interface import (
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
+    Handle,
     ObjectEventHandler,
     PermitPlugin,
     Plugin,
@@ -166,6 +167,9 @@ class Framework:
         """
         self.profile_name = profile_name
         self.upstream_plugins = upstream_plugins
+        # Builds the same profile again with other plugin instances on another Handle (set by the profile
+        # builder): explanations computed off the scheduling loop get plugins nobody else touches.
+        self.rebuild: Callable[[Handle], Framework] | None = None
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.observer = observer or Observer()
         self.plugins: dict[str, Plugin] = {p.name: p for p in plugins}

@@ -10,6 +10,7 @@ from scheduler.adapters.memory import MemoryCluster, RecordedEvent
 from scheduler.config.load import load_config
 from scheduler.core.api import AlreadyBoundError, BindError
 from scheduler.core.clock import FakeClock
+from scheduler.core.explain import explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.types import PodInfo
@@ -365,3 +366,23 @@ async def test_node_pod_capacity_respected(count: int) -> None:
                 "0/2 nodes are available: 2 Too many pods."
                 " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
             )
+
+
+async def test_explain_environment_shares_nothing_mutable_with_the_scheduler() -> None:
+    """Explanations off the loop get fresh plugins, a private snapshot and object store: what the loop changes
+    afterwards is not seen, and the explained snapshot is what the plugins read through their Handle."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").image("registry.example.com/big:v1", 900 * 1024 * 1024).obj())
+    env.cluster.apply_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+    fwk, snapshot = env.scheduler.explain_environment("pyscheduler")
+    live = env.scheduler.profiles["pyscheduler"]
+    assert fwk is not live
+    assert not set(map(id, fwk.plugins.values())) & set(map(id, live.plugins.values()))
+    handle = fwk.plugins["ImageLocality"].handle  # type: ignore[attr-defined]
+    assert handle.snapshot() is snapshot and snapshot is not env.scheduler.snapshot
+    env.cluster.apply_node(make_node("n2").obj())
+    env.cluster.delete_object("Namespace", "", "team")
+    assert [n.name for n in snapshot.node_info_list] == ["n1"]
+    assert handle.objects.get("Namespace", "", "team") is not None
+    expl = explain_pod(fwk, make_pod("p").image("registry.example.com/big:v1").info(), snapshot)
+    assert dict(expl.nodes[0].scores)["ImageLocality"] > 0  # read from the explained snapshot, not the last cycle's
