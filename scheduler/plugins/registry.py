@@ -19,6 +19,7 @@ from scheduler.plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    pod_topology_spread,
     queue_sort,
     scheduling_gates,
     taint_toleration,
@@ -53,6 +54,9 @@ REGISTRY: dict[str, PluginSpec] = {
         node_resources_balanced_allocation.NodeResourcesBalancedAllocation,
         node_resources_balanced_allocation.NodeResourcesBalancedAllocation,
         node_resources_balanced_allocation.parse_args,
+    ),
+    pod_topology_spread.NAME: PluginSpec(
+        pod_topology_spread.PodTopologySpread, pod_topology_spread.new, pod_topology_spread.parse_args
     ),
     image_locality.NAME: _no_args(image_locality.ImageLocality, image_locality.new),
     default_binder.NAME: _no_args(default_binder.DefaultBinder, default_binder.new),
