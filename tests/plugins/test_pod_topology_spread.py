@@ -660,3 +660,58 @@ def test_explain_names_domain_counts_minimum_and_skew() -> None:
 def test_selector_string_is_labels_string() -> None:
     """labels.Selector.String() form (sorted by key), used in memo keys and tests."""
     assert selector_string(selector_from_set({"b": "2", "a": "1"})) == "a=1,b=2"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sums_kept_across_cycles_equal_a_fresh_count(seed: int) -> None:
+    """DomainSums: one plugin over a changing cluster (nodes cloned on change, pods changed in place, nodes
+    added, relabelled and removed) agrees every cycle with a fresh plugin counting from scratch."""
+    rng = random.Random(1000 + seed)
+    nodes = _random_cluster(rng)
+    objects = [rs("web-1", {"matchLabels": {"app": "web"}})]
+    kept = PodTopologySpread(Args(), StaticHandle(objects=objects))
+    for cycle in range(8):
+        b = make_pod(f"in{cycle}").labels(app="web").owner("ReplicaSet", "web-1")
+        if seed % 3 == 1:
+            b.spread_constraint(1, ZONE, "DoNotSchedule", {"app": "web"}, nodeTaintsPolicy="Honor")
+            b.spread_constraint(1, LABEL_HOSTNAME, "ScheduleAnyway", {"app": "web"})
+        if seed % 4 == 2:
+            b.node_selector(disk="ssd")
+        incoming = b.info()
+        fresh = PodTopologySpread(Args(), StaticHandle(objects=objects))
+        feasible = [n for n in nodes if rng.random() < 0.7] or nodes[:1]
+        results = []
+        for pl in (kept, fresh):
+            state = CycleState()
+            pl.pre_filter(state, incoming, nodes)
+            pf = state.get(PRE_FILTER_STATE_KEY)
+            pl.pre_score(state, incoming, feasible)
+            ps = state.get(PRE_SCORE_STATE_KEY)
+            results.append((
+                pf.tp_value_to_match_num if pf else None,
+                ps.topology_value_to_pod_counts if ps else None,
+                pl.score_batch(state, incoming, feasible) if ps else None,
+            ))
+        assert results[0] == results[1], f"cycle {cycle}"
+        # Change the cluster the way the cache and tests do.
+        i = rng.randrange(len(nodes))
+        action = rng.choice(["clone-add", "inplace-add", "inplace-remove", "relabel", "new-node", "drop-node"])
+        if action == "clone-add":
+            nodes[i] = nodes[i].clone()
+            nodes[i].add_pod(make_pod(f"c{cycle}").labels(app="web").node(nodes[i].name).info())
+        elif action == "inplace-add":
+            nodes[i].add_pod(make_pod(f"i{cycle}").labels(app=rng.choice(["web", "db"])).node(nodes[i].name).info())
+        elif action == "inplace-remove" and nodes[i].pods:
+            nodes[i].remove_pod(next(iter(nodes[i].pods)))
+        elif action == "relabel":
+            record = nodes[i].node
+            assert record is not None
+            relabelled = make_node(record.name).zone(rng.choice(["z1", "z2", "z9"]))
+            clone = node_info(relabelled)
+            for p in nodes[i].pods.values():
+                clone.add_pod(p)
+            nodes[i] = clone
+        elif action == "new-node":
+            nodes.append(node_info(make_node(f"new{cycle}").zone("z3"), make_pod(f"np{cycle}").labels(app="web")))
+        elif action == "drop-node" and len(nodes) > 1:
+            nodes.pop(i)
