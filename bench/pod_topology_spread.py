@@ -104,7 +104,10 @@ async def end_to_end(n: int, replicasets: int, pods: int, with_spread: bool) -> 
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
             "profiles": [
-                {"schedulerName": "pyscheduler", "plugins": {"multiPoint": {"disabled": [{"name": "PodTopologySpread"}]}}}
+                {
+                    "schedulerName": "pyscheduler",
+                    "plugins": {"multiPoint": {"disabled": [{"name": "PodTopologySpread"}]}},
+                }
             ],
         }
         config = load_config(raw, REGISTRY.keys(), parse_plugin_args, implements=implements)
