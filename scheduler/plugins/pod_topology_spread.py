@@ -920,18 +920,20 @@ class PodTopologySpread(
         if s is None:
             raise ValueError(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
         ignored = s.ignored_nodes
+        namespace = s.namespace
+        # Per constraint: (topology key, memo key of the per-node count or "" for a domain count, domain counts,
+        # weight, maxSkew - 1, the constraint).
         plan = [
             (
-                c,
                 c.topology_key,
-                c.topology_key == LABEL_HOSTNAME,
+                c.memo_tag + namespace if c.topology_key == LABEL_HOSTNAME else "",
                 s.topology_value_to_pod_counts[i],
                 s.topology_normalizing_weight[i],
                 float(c.max_skew - 1),
+                c,
             )
             for i, c in enumerate(s.constraints)
         ]
-        namespace = s.namespace
         out: list[int] = []
         append = out.append
         for n in nodes:
@@ -941,13 +943,19 @@ class PodTopologySpread(
             record = n.node
             labels = record.labels if record is not None else {}
             total = 0.0
-            for c, key, per_node, counts, weight, skew_term in plan:
+            for key, memo_key, counts, weight, skew_term, c in plan:
                 value = labels.get(key)
                 if value is None:
                     continue
-                cnt = _node_count(n, c, namespace) if per_node else counts[value]
+                if memo_key:
+                    cnt = n.memo.get(memo_key)
+                    if cnt is None:
+                        cnt = _node_count(n, c, namespace)
+                else:
+                    cnt = counts[value]
                 total += float(cnt) * weight + skew_term
-            append(go_round(total))
+            whole = int(total)  # total >= 0: int() is floor; math.Round rounds halves up
+            append(whole + 1 if total - whole >= 0.5 else whole)
         return out
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int]) -> Status | None:
