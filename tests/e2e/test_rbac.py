@@ -477,3 +477,39 @@ async def test_without_events_create_no_event_is_written_and_the_log_says_why(
     assert 'cannot create resource \\"events\\" in API group \\"events.k8s.io\\"' in line, line
     assert await events_for(api_client, namespace, "p0", "Scheduled") == []
     await run.stop()
+
+
+@pytest.mark.parametrize(
+    ("group", "resource"),
+    [
+        pytest.param("", "services", id="services"),
+        pytest.param("", "replicationcontrollers", id="replicationcontrollers"),
+        pytest.param("apps", "replicasets", id="replicasets"),
+        pytest.param("apps", "statefulsets", id="statefulsets"),
+    ],
+)
+async def test_without_default_spreading_reads_the_scheduler_exits_naming_them(
+    start_scheduler: StartScheduler,
+    remove_rule: Callable[[Removal], Awaitable[None]],
+    release: Release,
+    group: str,
+    resource: str,
+) -> None:
+    """PodTopologySpread's system default constraints read Services and controllers (helper.DefaultSelector):
+    without one of them the informer's first LIST is refused and pyscheduler exits 1 naming the resource,
+    instead of spreading pods with a selector missing that object."""
+    await remove_rule(Removal("list", group, resource))
+    run = await start_scheduler()
+
+    async def exited() -> int | None:
+        return run.process.poll()
+
+    code = await wait_for(exited, what=f"pyscheduler to exit without {resource} reads", within=30, interval=0.2)
+    log = run.log()
+    assert code == 1, f"exit code {code}:\n{log}"
+    line = next((x for x in log.splitlines() if "background task ended unexpectedly; exiting" in x), None)
+    assert line is not None, log
+    prefix = f"/apis/{group}/v1" if group else "/api/v1"
+    assert f"LIST {prefix}/{resource} refused (HTTP 403)" in line, line
+    assert f'User \\"{release.user}\\" cannot list resource \\"{resource}\\"' in line, line
+    assert "starting to schedule" not in log
