@@ -3,9 +3,14 @@ and pods are created the way kube-apiserver creates them (matchLabelKeys merged 
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from scheduler.admission import prepare_for_create
+from scheduler.cli import main
 from scheduler.config.load import load_config
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
 from scheduler.simulate import simulate
@@ -109,3 +114,20 @@ def test_pods_are_created_as_kube_apiserver_creates_them() -> None:
     stored = next(iter(result.cluster.pods.values()))
     assert stored["spec"]["topologySpreadConstraints"][0]["labelSelector"] == first["labelSelector"]
     assert result.outcomes[0].node == "n1"
+
+
+def test_topology_spread_example(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/topology-spread.yaml: the ReplicaSet's pod goes to the other zone; ledger-3 fits nowhere, and
+    its explanation shows the domain counts and the skew."""
+    example = str(Path(__file__).resolve().parent.parent / "examples" / "topology-spread.yaml")
+    assert main(["simulate", example, "--explain", "shop/ledger-3"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^shop\s+web-3\s+b1\s*$", out, re.M), out
+    assert (
+        "ledger-3  <pending>  0/3 nodes are available: 1 Too many pods, 2 node(s) didn't match pod topology "
+        "spread constraints." in out
+    )
+    assert (
+        "domain topology.kubernetes.io/zone=a has 2 matching pod(s) + this pod; global minimum 1 over 2 eligible "
+        "domain(s) (minDomains 1); skew 2+1-1 = 2 > maxSkew 1" in out
+    )

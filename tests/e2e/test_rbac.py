@@ -369,8 +369,10 @@ async def remove_rule(release: Release, api_client: ApiClient) -> AsyncIterator[
     """Patches the chart's ClusterRole (as admin) to drop one permission; restores the rules afterwards."""
     user = release.user
     path = f"{RBAC_API}/clusterroles/{release.cluster_role}"
+    removed: list[Removal] = []
 
     async def remove(removal: Removal) -> None:
+        removed.append(removal)
         await request_json(
             api_client, "PATCH", path, body={"rules": removal.cut(release.rules)}, content_type=MERGE_PATCH
         )
@@ -388,6 +390,12 @@ async def remove_rule(release: Release, api_client: ApiClient) -> AsyncIterator[
             lambda: _can(api_client, user, "default", "create", "", "pods/binding"), what="the rules to be restored"
         )
         await wait_for(lambda: _can(api_client, user, "", "list", "", "nodes"), what="the rules to be restored")
+        for r in removed:  # the next test's scheduler must not start before the authorizer has it back
+
+            async def allowed(r: Removal = r) -> bool:
+                return await _can(api_client, user, "default", r.verb, r.group, r.resource)
+
+            await wait_for(allowed, what=f"{r.verb} {r.resource} to be restored")
 
 
 async def test_without_node_reads_the_scheduler_exits_naming_nodes(
