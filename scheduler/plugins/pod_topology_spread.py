@@ -951,19 +951,20 @@ class PodTopologySpread(
             raise ValueError(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
         ignored = s.ignored_nodes
         namespace = s.namespace
-        # Per constraint: (topology key, memo key of the per-node count or "" for a domain count, domain counts,
-        # weight, maxSkew - 1, the constraint).
-        plan = [
-            (
-                c.topology_key,
-                c.memo_tag + namespace if c.topology_key == LABEL_HOSTNAME else "",
-                s.topology_value_to_pod_counts[i],
-                s.topology_normalizing_weight[i],
-                float(c.max_skew - 1),
-                c,
-            )
-            for i, c in enumerate(s.constraints)
-        ]
+        # Per constraint: (topology key, the term each domain adds (count * weight + maxSkew - 1, computed once
+        # per domain with the same float operations as upstream's per-node sum), or for the hostname key None
+        # and what is needed to take the node's own count: memo key, weight, maxSkew - 1, the constraint).
+        plan: list[tuple[str, dict[str, float] | None, str, float, float, Constraint]] = []
+        for i, c in enumerate(s.constraints):
+            weight = s.topology_normalizing_weight[i]
+            skew_term = float(c.max_skew - 1)
+            if c.topology_key == LABEL_HOSTNAME:
+                plan.append((c.topology_key, None, c.memo_tag + namespace, weight, skew_term, c))
+            else:
+                per_domain = {
+                    v: float(cnt) * weight + skew_term for v, cnt in s.topology_value_to_pod_counts[i].items()
+                }
+                plan.append((c.topology_key, per_domain, "", weight, skew_term, c))
         out: list[int] = []
         append = out.append
         for n in nodes:
@@ -973,17 +974,17 @@ class PodTopologySpread(
             record = n.node
             labels = record.labels if record is not None else {}
             total = 0.0
-            for key, memo_key, counts, weight, skew_term, c in plan:
+            for key, terms, memo_key, weight, skew_term, c in plan:
                 value = labels.get(key)
                 if value is None:
                     continue
-                if memo_key:
+                if terms is not None:
+                    total += terms[value]
+                else:
                     cnt = n.memo.get(memo_key)
                     if cnt is None:
                         cnt = _node_count(n, c, namespace)
-                else:
-                    cnt = counts[value]
-                total += float(cnt) * weight + skew_term
+                    total += float(cnt) * weight + skew_term
             whole = int(total)  # total >= 0: int() is floor; math.Round rounds halves up
             append(whole + 1 if total - whole >= 0.5 else whole)
         return out
