@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.adapters.memory import MemoryCluster
+from scheduler.admission import prepare_for_create
 from scheduler.config.documents import DocumentError, load_all
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.clock import FakeClock
@@ -362,11 +363,13 @@ async def simulate_async(
             for ds in daemonsets:
                 if not daemon_should_run(ds, obj):
                     continue
-                pod = daemon_pod(ds, obj["metadata"]["name"])
+                pod = prepare_for_create(daemon_pod(ds, obj["metadata"]["name"]))
                 if MemoryCluster._uid(pod) not in cluster.pods:
                     track(pod)
                     cluster.apply_pod(pod)
         elif kind == "Pod":
+            # Created through the API in a live cluster: kube-apiserver's create-time mutations apply.
+            obj = prepare_for_create(obj)
             track(obj)
             cluster.apply_pod(obj)
         elif kind in KINDS:
@@ -376,7 +379,7 @@ async def simulate_async(
             for node_name, node_obj in list(cluster.nodes.items()):
                 if not daemon_should_run(obj, node_obj):
                     continue
-                pod = daemon_pod(obj, node_name)
+                pod = prepare_for_create(daemon_pod(obj, node_name))
                 track(pod)
                 cluster.apply_pod(pod)
         await scheduler.run_until_idle(advance=clock.advance_to)

@@ -33,6 +33,9 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("NodeAffinity", 2),
     PluginRef("NodePorts"),
     PluginRef("NodeResourcesFit", 1),
+    # Upstream: VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone go here, before
+    # PodTopologySpread; InterPodAffinity(2) follows it.
+    PluginRef("PodTopologySpread", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),

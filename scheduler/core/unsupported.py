@@ -49,10 +49,6 @@ def _affinity_field(kind: str) -> Check:
     return check
 
 
-def _spread(pod: PodInfo) -> str | None:
-    return "spec.topologySpreadConstraints" if pod.topology_spread_constraints else None
-
-
 def _volume_source(*sources: str) -> Check:
     wanted = frozenset(sources)
 
@@ -77,7 +73,6 @@ _MIGRATABLE_INLINE = ("gcePersistentDisk", "awsElasticBlockStore", "azureDisk", 
 UNSUPPORTED: Final[tuple[UnsupportedFeature, ...]] = (
     UnsupportedFeature("podAffinity", "InterPodAffinity", _affinity_field("podAffinity")),
     UnsupportedFeature("podAntiAffinity", "InterPodAffinity", _affinity_field("podAntiAffinity")),
-    UnsupportedFeature("topologySpreadConstraints", "PodTopologySpread", _spread),
     UnsupportedFeature("persistentVolumeClaim", "VolumeBinding", _volume_source("persistentVolumeClaim")),
     UnsupportedFeature("ephemeralVolume", "VolumeBinding", _volume_source("ephemeral")),
     UnsupportedFeature("inTreeDiskVolume", "VolumeRestrictions", _volume_source("gcePersistentDisk",

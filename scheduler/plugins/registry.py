@@ -28,6 +28,7 @@ from scheduler.plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    pod_topology_spread,
     queue_sort,
     scheduling_gates,
     taint_toleration,
@@ -65,6 +66,9 @@ REGISTRY: dict[str, PluginSpec] = {
     ),
     default_preemption.NAME: PluginSpec(
         default_preemption.DefaultPreemption, default_preemption.DefaultPreemption, default_preemption.parse_args
+    ),
+    pod_topology_spread.NAME: PluginSpec(
+        pod_topology_spread.PodTopologySpread, pod_topology_spread.new, pod_topology_spread.parse_args
     ),
     image_locality.NAME: _no_args(image_locality.ImageLocality, image_locality.new),
     default_binder.NAME: _no_args(default_binder.DefaultBinder, default_binder.new),

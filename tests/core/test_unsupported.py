@@ -26,8 +26,6 @@ CASES: list[tuple[str, PodBuilder, str]] = [
         make_pod("p").pod_affinity_term("podAntiAffinity", "kubernetes.io/hostname", {"app": "web"}, weight=10),
         "spec.affinity.podAntiAffinity",
     ),
-    ("topologySpreadConstraints", make_pod("p").spread_constraint(1, "zone", match_labels={"a": "b"}),
-     "spec.topologySpreadConstraints"),
     ("persistentVolumeClaim", make_pod("p").pvc("data"), "volume 'data' (spec.volumes[].persistentVolumeClaim)"),
     (
         "ephemeralVolume",

@@ -47,19 +47,6 @@ SPECS: dict[str, tuple[dict[str, Any], str]] = {
         },
         "spec.affinity.podAntiAffinity",
     ),
-    "topologySpreadConstraints": (
-        {
-            "topologySpreadConstraints": [
-                {
-                    "maxSkew": 1,
-                    "topologyKey": "topology.kubernetes.io/zone",
-                    "whenUnsatisfiable": "DoNotSchedule",
-                    "labelSelector": {"matchLabels": {"app": "web"}},
-                }
-            ]
-        },
-        "spec.topologySpreadConstraints",
-    ),
     "persistentVolumeClaim": (
         {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]},
         "volume 'data' (spec.volumes[].persistentVolumeClaim)",

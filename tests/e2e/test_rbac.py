@@ -411,8 +411,10 @@ async def remove_rule(release: Release, api_client: ApiClient) -> AsyncIterator[
     """Patches the chart's ClusterRole (as admin) to drop one permission; restores the rules afterwards."""
     user = release.user
     path = f"{RBAC_API}/clusterroles/{release.cluster_role}"
+    removed: list[Removal] = []
 
     async def remove(removal: Removal) -> None:
+        removed.append(removal)
         await request_json(
             api_client, "PATCH", path, body={"rules": removal.cut(release.rules)}, content_type=MERGE_PATCH
         )
@@ -430,6 +432,12 @@ async def remove_rule(release: Release, api_client: ApiClient) -> AsyncIterator[
             lambda: _can(api_client, user, "default", "create", "", "pods/binding"), what="the rules to be restored"
         )
         await wait_for(lambda: _can(api_client, user, "", "list", "", "nodes"), what="the rules to be restored")
+        for r in removed:  # the next test's scheduler must not start before the authorizer has it back
+
+            async def allowed(r: Removal = r) -> bool:
+                return await _can(api_client, user, "default", r.verb, r.group, r.resource)
+
+            await wait_for(allowed, what=f"{r.verb} {r.resource} to be restored")
 
 
 async def test_without_node_reads_the_scheduler_exits_naming_nodes(
@@ -649,4 +657,43 @@ async def test_without_pdb_reads_the_scheduler_exits_naming_poddisruptionbudgets
     log = run.log()
     assert code == 1, f"exit code {code}:\n{log}"
     assert f'User \\"{release.user}\\" cannot list resource \\"poddisruptionbudgets\\"' in log, log
+    assert "starting to schedule" not in log
+
+
+# --------------------------------------------------------------------------------------------- spreading reads
+
+
+@pytest.mark.parametrize(
+    ("group", "resource"),
+    [
+        pytest.param("", "services", id="services"),
+        pytest.param("", "replicationcontrollers", id="replicationcontrollers"),
+        pytest.param("apps", "replicasets", id="replicasets"),
+        pytest.param("apps", "statefulsets", id="statefulsets"),
+    ],
+)
+async def test_without_default_spreading_reads_the_scheduler_exits_naming_them(
+    start_scheduler: StartScheduler,
+    remove_rule: Callable[[Removal], Awaitable[None]],
+    release: Release,
+    group: str,
+    resource: str,
+) -> None:
+    """PodTopologySpread's system default constraints read Services and controllers (helper.DefaultSelector):
+    without one of them the informer's first LIST is refused and pyscheduler exits 1 naming the resource,
+    instead of spreading pods with a selector missing that object."""
+    await remove_rule(Removal("list", group, resource))
+    run = await start_scheduler()
+
+    async def exited() -> int | None:
+        return run.process.poll()
+
+    code = await wait_for(exited, what=f"pyscheduler to exit without {resource} reads", within=30, interval=0.2)
+    log = run.log()
+    assert code == 1, f"exit code {code}:\n{log}"
+    line = next((x for x in log.splitlines() if "background task ended unexpectedly; exiting" in x), None)
+    assert line is not None, log
+    prefix = f"/apis/{group}/v1" if group else "/api/v1"
+    assert f"LIST {prefix}/{resource} refused (HTTP 403)" in line, line
+    assert f'User \\"{release.user}\\" cannot list resource \\"{resource}\\"' in line, line
     assert "starting to schedule" not in log

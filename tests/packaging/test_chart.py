@@ -224,6 +224,9 @@ def test_two_replicas_add_lease_rbac_and_pdb(helm: Path) -> None:
 
 CLUSTER_RULES: set[Rule] = {
     *{("", r, v, None) for r in ("nodes", "pods", "namespaces") for v in ("get", "list", "watch")},
+    # PodTopologySpread's system default constraints (helper.DefaultSelector).
+    *{("", r, v, None) for r in ("services", "replicationcontrollers") for v in ("get", "list", "watch")},
+    *{("apps", r, v, None) for r in ("replicasets", "statefulsets") for v in ("get", "list", "watch")},
     ("", "pods/binding", "create", None),
     ("", "pods", "delete", None),
     ("", "pods/status", "patch", None),
