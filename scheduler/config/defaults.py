@@ -33,6 +33,9 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("NodeAffinity", 2),
     PluginRef("NodePorts"),
     PluginRef("NodeResourcesFit", 1),
+    # [VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread(2)] go here upstream.
+    PluginRef("InterPodAffinity", 2),
+    # [DynamicResources(2), DefaultPreemption] go here upstream.
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
     PluginRef("DefaultBinder"),

@@ -13,9 +13,9 @@ would then ignore the field too). When a plugin lands, its entries stop applying
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from scheduler.framework.types import PodInfo
 
@@ -39,14 +39,6 @@ class Finding:
     feature: str
     plugin: str
     field: str
-
-
-def _affinity_field(kind: str) -> Check:
-    def check(pod: PodInfo) -> str | None:
-        affinity: Mapping[str, Any] = pod.affinity or {}
-        return f"spec.affinity.{kind}" if affinity.get(kind) else None
-
-    return check
 
 
 def _spread(pod: PodInfo) -> str | None:
@@ -75,8 +67,6 @@ _MIGRATABLE_INLINE = ("gcePersistentDisk", "awsElasticBlockStore", "azureDisk", 
                       "portworxVolume")
 
 UNSUPPORTED: Final[tuple[UnsupportedFeature, ...]] = (
-    UnsupportedFeature("podAffinity", "InterPodAffinity", _affinity_field("podAffinity")),
-    UnsupportedFeature("podAntiAffinity", "InterPodAffinity", _affinity_field("podAntiAffinity")),
     UnsupportedFeature("topologySpreadConstraints", "PodTopologySpread", _spread),
     UnsupportedFeature("persistentVolumeClaim", "VolumeBinding", _volume_source("persistentVolumeClaim")),
     UnsupportedFeature("ephemeralVolume", "VolumeBinding", _volume_source("ephemeral")),

@@ -13,6 +13,7 @@ from scheduler.framework.interface import Handle, Plugin
 from scheduler.plugins import (
     default_binder,
     image_locality,
+    inter_pod_affinity,
     node_affinity,
     node_name,
     node_ports,
@@ -53,6 +54,9 @@ REGISTRY: dict[str, PluginSpec] = {
         node_resources_balanced_allocation.NodeResourcesBalancedAllocation,
         node_resources_balanced_allocation.NodeResourcesBalancedAllocation,
         node_resources_balanced_allocation.parse_args,
+    ),
+    inter_pod_affinity.NAME: PluginSpec(
+        inter_pod_affinity.InterPodAffinity, inter_pod_affinity.InterPodAffinity, inter_pod_affinity.parse_args
     ),
     image_locality.NAME: _no_args(image_locality.ImageLocality, image_locality.new),
     default_binder.NAME: _no_args(default_binder.DefaultBinder, default_binder.new),
