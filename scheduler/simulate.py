@@ -3,6 +3,8 @@
 Objects apply in file order; after each one the scheduler runs until no queued pod can make progress, as
 in a live cluster with infinitely fast time. DaemonSets expand to one pod per node, pinned with
 `matchFields metadata.name` exactly as the DaemonSet controller pins them, including for nodes added later.
+Pods not created yet first get what kube-apiserver does on create (`scheduler/admission.py`:
+matchLabelKeys/mismatchLabelKeys merged into pod affinity selectors), so offline results equal live ones.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import yaml
 
 from scheduler.adapters.memory import MemoryCluster
+from scheduler.admission import admit_pod
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.clock import FakeClock
 from scheduler.core.explain import Explanation, explain_pod
@@ -240,11 +243,12 @@ async def simulate_async(
             for ds in daemonsets:
                 if not daemon_should_run(ds, obj):
                     continue
-                pod = daemon_pod(ds, obj["metadata"]["name"])
+                pod = admit_pod(daemon_pod(ds, obj["metadata"]["name"]))
                 if MemoryCluster._uid(pod) not in cluster.pods:
                     track(pod)
                     cluster.apply_pod(pod)
         elif kind == "Pod":
+            obj = admit_pod(obj)  # what the API server stores on create (matchLabelKeys merged)
             track(obj)
             cluster.apply_pod(obj)
         elif kind in KINDS:
@@ -254,7 +258,7 @@ async def simulate_async(
             for node_name, node_obj in list(cluster.nodes.items()):
                 if not daemon_should_run(obj, node_obj):
                     continue
-                pod = daemon_pod(obj, node_name)
+                pod = admit_pod(daemon_pod(obj, node_name))
                 track(pod)
                 cluster.apply_pod(pod)
         await scheduler.run_until_idle(advance=clock.advance_to)
