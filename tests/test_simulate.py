@@ -319,7 +319,7 @@ def test_replicas_with_hostname_anti_affinity_spread_one_per_node() -> None:
     objects = [make_node(f"n{i}").obj() for i in range(3)]
     objects += [_replica(f"web-{i}") for i in range(4)]
     placed = _placements(simulate(objects))
-    assert sorted(v for k, v in placed.items() if k != "default/web-3") == ["n0", "n1", "n2"]
+    assert sorted(str(v) for k, v in placed.items() if k != "default/web-3") == ["n0", "n1", "n2"]
     assert placed["default/web-3"] is None
     assert _messages(simulate(objects))["default/web-3"] == ANTI_MESSAGE
 
