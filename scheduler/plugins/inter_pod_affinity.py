@@ -25,7 +25,9 @@ cycle costs a dict lookup per node once the cluster is warm, not a term match pe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import bisect
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
@@ -74,6 +76,7 @@ PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
 # The node list PreFilter was given (the cycle's snapshot); PreScore and explanations read it, as upstream
 # reads the same snapshot through its shared lister.
 ALL_NODES_STATE_KEY: Final = NAME + "/allNodes"
+SYNCED_STATE_KEY: Final = NAME + "/synced"  # the node list this cycle already looked for changes in
 
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod affinity rules"
@@ -331,6 +334,21 @@ class TopologyCounts:
                 inner = by_key[key] = {}
             inner[value] = inner.get(value, 0) + count
 
+    def apply(self, contribution: Contribution, sign: int) -> None:
+        """Add (sign 1) or take back (sign -1) a node's contribution; entries that reach zero are dropped."""
+        by_key = self.by_key
+        for (key, value), count in contribution:
+            inner = by_key.get(key)
+            if inner is None:
+                inner = by_key[key] = {}
+            total = inner.get(value, 0) + sign * count
+            if total:
+                inner[value] = total
+            else:
+                del inner[value]
+                if not inner:
+                    del by_key[key]
+
     def update(self, labels: Mapping[str, str], key: str, delta: int) -> None:
         """topologyToMatchedTermCount.update: +delta at (key, labels[key]) if the node has the key; an entry
         that reaches zero is dropped (so "no entries" keeps meaning "nothing matched")."""
@@ -376,30 +394,138 @@ def _existing_anti_contribution(node: NodeInfo, pod: PodInfo, ns_labels: Labels)
     return tuple(out)
 
 
-def _incoming_contribution(
-    node: NodeInfo, affinity: Sequence[AffinityTerm], anti: Sequence[AffinityTerm]
-) -> tuple[Contribution, Contribution]:
-    """getIncomingAffinityAntiAffinityCounts for one node: pods matching all affinity terms, each anti term."""
+def _affinity_contribution(node: NodeInfo, affinity: Sequence[AffinityTerm]) -> Contribution:
+    """getIncomingAffinityAntiAffinityCounts for one node, affinity half: pods matching all the terms."""
     labels = _labels_of(node)
-    aff_out: list[tuple[Pair, int]] = []
-    anti_out: list[tuple[Pair, int]] = []
+    out: list[tuple[Pair, int]] = []
     for existing in node.pods.values():
-        if affinity and pod_matches_all_terms(affinity, existing):
+        if pod_matches_all_terms(affinity, existing):
             for t in affinity:
                 value = labels.get(t.topology_key)
                 if value is not None:
-                    aff_out.append(((t.topology_key, value), 1))
+                    out.append(((t.topology_key, value), 1))
+    return tuple(out)
+
+
+def _anti_affinity_contribution(node: NodeInfo, anti: Sequence[AffinityTerm]) -> Contribution:
+    """getIncomingAffinityAntiAffinityCounts for one node, anti-affinity half: pods matching each term."""
+    labels = _labels_of(node)
+    out: list[tuple[Pair, int]] = []
+    for existing in node.pods.values():
         for t in anti:
             if t.matches(existing):
                 value = labels.get(t.topology_key)
                 if value is not None:
-                    anti_out.append(((t.topology_key, value), 1))
-    return tuple(aff_out), tuple(anti_out)
+                    out.append(((t.topology_key, value), 1))
+    return tuple(out)
 
 
 def _pod_shape_key(prefix: str, pod: PodInfo, ns_labels: Labels, *extra: Any) -> str:
     """A memo key for what matching an existing pod's terms against `pod` depends on."""
     return prefix + repr((pod.namespace, sorted(pod.labels.items()), sorted(ns_labels.items()), extra))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Sums over the cluster, kept up to date incrementally
+
+_SEEN_KEY: Final = NAME + "/seen"
+_MISSING: Final = object()
+LOG_LIMIT: Final = 20_000  # node changes remembered; an aggregate further behind is rebuilt
+AGGREGATE_LIMIT: Final = 64  # pod shapes whose sums are kept
+
+
+class NodeChanges:
+    """Which NodeInfos changed from one cycle to the next, as a log aggregates catch up on.
+
+    A node changed when the snapshot holds another NodeInfo object for it (the cache clones a node whose
+    pods or labels changed) or when the memo marker set at the last look is gone (add_pod/remove_pod clear
+    the memo). One pass over the node list per cycle finds them; everything else is per changed node.
+    """
+
+    __slots__ = ("_epochs", "_log", "epoch", "log_start", "nodes")
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.epoch = 0
+        self.log_start = 1  # the oldest epoch whose changes are all in the log
+        self._epochs: list[int] = []
+        self._log: list[str] = []
+
+    def sync(self, nodes: Sequence[NodeInfo]) -> None:
+        """Record the nodes that changed since the last sync."""
+        seen = self.nodes
+        changed = [n for n in nodes if seen.get(n.name) is not n or _SEEN_KEY not in n.memo]
+        removed: list[str] = []
+        if len(seen) + sum(1 for n in changed if n.name not in seen) != len(nodes):
+            names = {n.name for n in nodes}
+            removed = [name for name in seen if name not in names]
+        if changed or removed:
+            self.epoch += 1
+            for n in changed:
+                seen[n.name] = n
+                n.remember(_SEEN_KEY, True)
+                self._log.append(n.name)
+            for name in removed:
+                del seen[name]
+                self._log.append(name)
+            self._epochs.extend([self.epoch] * (len(changed) + len(removed)))
+            if len(self._log) > LOG_LIMIT:
+                drop = len(self._log) // 2
+                self.log_start = self._epochs[drop] + 1
+                del self._log[:drop], self._epochs[:drop]
+
+    def since(self, epoch: int) -> list[str] | None:
+        """Names of nodes changed after `epoch`, or None when the log no longer reaches back that far."""
+        if epoch + 1 < self.log_start:
+            return None
+        return self._log[bisect.bisect_right(self._epochs, epoch) :]
+
+
+class Aggregate:
+    """The sum over all nodes of one per-node contribution (one pod shape), updated for changed nodes only.
+
+    Each node's contribution lives in its NodeInfo memo under `key`; `by_node` remembers which object was
+    added, so a node whose memo entry is another object (recomputed) or gone is taken back and re-added.
+    """
+
+    __slots__ = ("by_node", "counts", "epoch", "key", "nonempty")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.by_node: dict[str, Contribution] = {}
+        self.counts = TopologyCounts()
+        self.epoch = -1
+        self.nonempty = 0  # nodes with a non-empty contribution
+
+    def refresh(self, changes: NodeChanges, compute: Callable[[NodeInfo], Contribution]) -> None:
+        names = changes.since(self.epoch) if self.epoch >= 0 else None
+        if names is None:
+            self.by_node, self.counts, self.nonempty = {}, TopologyCounts(), 0
+            names = list(changes.nodes)
+        key, nodes, by_node, counts = self.key, changes.nodes, self.by_node, self.counts
+        for name in names:
+            node = nodes.get(name)
+            new: Contribution | None = None
+            if node is not None:
+                new = node.memo.get(key)
+                if new is None:
+                    new = node.remember(key, compute(node))
+            old = by_node.get(name, _MISSING)
+            if new is old:
+                continue
+            if old is not _MISSING:
+                assert isinstance(old, tuple)
+                if old:
+                    counts.apply(old, -1)
+                    self.nonempty -= 1
+            if new is None:
+                by_node.pop(name, None)
+                continue
+            if new:
+                counts.apply(new, 1)
+                self.nonempty += 1
+            by_node[name] = new
+        self.epoch = changes.epoch
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -410,6 +536,7 @@ class PreFilterState:
     """What Filter needs, computed once per cycle (upstream preFilterState with the fast-path gate off)."""
 
     __slots__ = (
+        "_blocked",
         "affinity_counts",
         "affinity_terms",
         "anti_affinity_counts",
@@ -436,6 +563,7 @@ class PreFilterState:
         self.anti_affinity_counts = TopologyCounts()
         # The first pod of a group may go where no pod matches yet if it matches its own terms.
         self.self_match = pod_matches_all_terms(affinity_terms, pod)
+        self._blocked: _Blocked | None = None
 
     def clone(self) -> PreFilterState:
         """A copy whose counts can change (nominated pods, preemption) without touching this one."""
@@ -448,10 +576,12 @@ class PreFilterState:
         other.existing_anti_affinity_counts = self.existing_anti_affinity_counts.clone()
         other.affinity_counts = self.affinity_counts.clone()
         other.anti_affinity_counts = self.anti_affinity_counts.clone()
+        other._blocked = None
         return other
 
     def update_with_pod(self, existing: PodInfo, node_labels: Mapping[str, str], multiplier: int) -> None:
         """updateWithPod: count (multiplier 1) or uncount (-1) one pod on a node in all three maps."""
+        self._blocked = None
         for t in pod_terms(existing).required_anti_affinity:
             if t.matches(self.pod, self.namespace_labels):
                 self.existing_anti_affinity_counts.update(node_labels, t.topology_key, multiplier)
@@ -493,6 +623,67 @@ class PreFilterState:
                     return _REJECT_EXISTING
         return None
 
+    def batch(self, nodes: Sequence[NodeInfo]) -> list[Status | None]:
+        """`check` for many nodes: the counts are turned once into sets of blocked topology values, so a node
+        costs a few set lookups (one list comprehension for the common single-key anti-affinity)."""
+        blocked = self._blocked
+        if blocked is None:
+            blocked = self._blocked = _Blocked.of(self)
+        if not self.affinity_terms:
+            if not blocked.anti and not blocked.existing:
+                return [None] * len(nodes)
+            if len(blocked.anti) + len(blocked.existing) == 1:
+                ((key, values),) = blocked.anti or blocked.existing
+                reject = _REJECT_ANTI_AFFINITY if blocked.anti else _REJECT_EXISTING
+                return [reject if n.node is not None and n.node.labels.get(key) in values else None for n in nodes]
+        check = blocked.check
+        return [check(n.node.labels if n.node is not None else _NO_LABELS) for n in nodes]
+
+
+@dataclass(frozen=True, slots=True)
+class _Blocked:
+    """A PreFilterState's counts as sets: topology values with a matching pod, per key."""
+
+    affinity: tuple[tuple[str, frozenset[str]], ...]  # per affinity term, in order
+    affinity_fallback: bool  # the first-pod exception holds (no matching pod anywhere, the pod matches itself)
+    anti: tuple[tuple[str, frozenset[str]], ...]
+    existing: tuple[tuple[str, frozenset[str]], ...]
+
+    @staticmethod
+    def _positive(counts: TopologyCounts, key: str) -> frozenset[str]:
+        return frozenset(v for v, c in counts.by_key.get(key, {}).items() if c > 0)
+
+    @classmethod
+    def of(cls, s: PreFilterState) -> _Blocked:
+        affinity = tuple((t.topology_key, cls._positive(s.affinity_counts, t.topology_key)) for t in s.affinity_terms)
+        anti_keys = dict.fromkeys(t.topology_key for t in s.anti_affinity_terms)
+        anti = tuple((k, v) for k in anti_keys if (v := cls._positive(s.anti_affinity_counts, k)))
+        existing = tuple(
+            (k, v)
+            for k in s.existing_anti_affinity_counts.by_key
+            if (v := cls._positive(s.existing_anti_affinity_counts, k))
+        )
+        return cls(affinity, not s.affinity_counts and s.self_match, anti, existing)
+
+    def check(self, labels: Mapping[str, str]) -> Status | None:
+        if self.affinity:
+            pods_exist = True
+            for key, values in self.affinity:
+                value = labels.get(key)
+                if value is None:
+                    return _REJECT_AFFINITY
+                if value not in values:
+                    pods_exist = False
+            if not pods_exist and not self.affinity_fallback:
+                return _REJECT_AFFINITY
+        for key, values in self.anti:
+            if labels.get(key) in values:
+                return _REJECT_ANTI_AFFINITY
+        for key, values in self.existing:
+            if labels.get(key) in values:
+                return _REJECT_EXISTING
+        return None
+
 
 class PreScoreState:
     """topologyScore: key -> value -> summed weight, built in PreScore and read by Score."""
@@ -504,14 +695,6 @@ class PreScoreState:
 
     def clone(self) -> PreScoreState:
         return self  # read-only after PreScore, as upstream's Clone
-
-
-def _add_scores(score: dict[str, dict[str, int]], contribution: Iterable[tuple[Pair, int]]) -> None:
-    for (key, value), weight in contribution:
-        inner = score.get(key)
-        if inner is None:
-            inner = score[key] = {}
-        inner[value] = inner.get(value, 0) + weight
 
 
 def _incoming_preferred_contribution(
@@ -623,6 +806,22 @@ class InterPodAffinity(
         # namespaceSelector requirements -> matching namespace names, valid for one Namespace generation.
         self._ns_cache: dict[tuple[Any, ...], frozenset[str]] = {}
         self._ns_generation = -1
+        # Cluster-wide sums per pod shape, kept up to date from the nodes that changed between cycles.
+        self._changes = NodeChanges()
+        self._aggregates: OrderedDict[str, Aggregate] = OrderedDict()
+
+    def _aggregate(self, key: str, compute: Callable[[NodeInfo], Contribution]) -> Aggregate:
+        """The up-to-date sum of `compute` over the nodes of the last sync (memoized per node under key)."""
+        aggregates = self._aggregates
+        aggregate = aggregates.get(key)
+        if aggregate is None:
+            aggregate = aggregates[key] = Aggregate(key)
+            if len(aggregates) > AGGREGATE_LIMIT:
+                aggregates.popitem(last=False)
+        else:
+            aggregates.move_to_end(key)
+        aggregate.refresh(self._changes, compute)
+        return aggregate
 
     # ---------------------------------------------------------------- namespaces
 
@@ -675,31 +874,22 @@ class InterPodAffinity(
         ns_labels = self._namespace_labels(pod.namespace)
         s = PreFilterState(pod, affinity, anti, ns_labels)
 
+        self._changes.sync(nodes)
+        state[SYNCED_STATE_KEY] = nodes
         key = _pod_shape_key("InterPodAffinity/existing|", pod, ns_labels)
-        existing = s.existing_anti_affinity_counts
-        for n in nodes:
-            if not n.pods_with_required_anti_affinity:
-                continue
-            contribution = n.memo.get(key)
-            if contribution is None:
-                contribution = n.remember(key, _existing_anti_contribution(n, pod, ns_labels))
-            if contribution:
-                existing.merge(contribution)
 
-        if affinity or anti:
-            key = "InterPodAffinity/incoming|" + repr(
-                (tuple(t.signature() for t in affinity), tuple(t.signature() for t in anti))
-            )
-            aff_counts, anti_counts = s.affinity_counts, s.anti_affinity_counts
-            for n in nodes:
-                both = n.memo.get(key)
-                if both is None:
-                    both = n.remember(key, _incoming_contribution(n, affinity, anti))
-                aff, anti_part = both
-                if aff:
-                    aff_counts.merge(aff)
-                if anti_part:
-                    anti_counts.merge(anti_part)
+        def existing_anti(n: NodeInfo) -> Contribution:
+            return _existing_anti_contribution(n, pod, ns_labels) if n.pods_with_required_anti_affinity else ()
+
+        existing = s.existing_anti_affinity_counts = self._aggregate(key, existing_anti).counts.clone()
+        if affinity:
+            key = "InterPodAffinity/affinity|" + repr(tuple(t.signature() for t in affinity))
+            aggregate = self._aggregate(key, lambda n: _affinity_contribution(n, affinity))
+            s.affinity_counts = aggregate.counts.clone()
+        if anti:
+            key = "InterPodAffinity/anti|" + repr(tuple(t.signature() for t in anti))
+            aggregate = self._aggregate(key, lambda n: _anti_affinity_contribution(n, anti))
+            s.anti_affinity_counts = aggregate.counts.clone()
 
         if not existing and not terms.required_affinity and not terms.required_anti_affinity:
             return None, SKIP
@@ -737,10 +927,7 @@ class InterPodAffinity(
         if s is None:
             err = error_status(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found', NAME)
             return [err] * len(nodes)
-        if not s.affinity_terms and not s.anti_affinity_counts and not s.existing_anti_affinity_counts:
-            return [None] * len(nodes)
-        check = s.check
-        return [check(_labels_of(n)) for n in nodes]
+        return s.batch(nodes)
 
     # ---------------------------------------------------------------- score
 
@@ -760,8 +947,10 @@ class InterPodAffinity(
         if terms.error is not None:
             return error_status(f"failed to parse pod: {terms.error}", NAME)
         ns_labels = self._namespace_labels(pod.namespace)
-        score: dict[str, dict[str, int]] = {}
-        scored = False
+        if state.get(SYNCED_STATE_KEY) is not all_nodes:  # PreFilter of this cycle did not sync them
+            self._changes.sync(all_nodes)
+            state[SYNCED_STATE_KEY] = all_nodes
+        parts: list[Aggregate] = []
         if has_constraints:
             preferred = tuple(WeightedAffinityTerm(self.resolve(w.term), w.weight) for w in terms.preferred_affinity)
             preferred_anti = tuple(
@@ -773,26 +962,22 @@ class InterPodAffinity(
                     tuple((w.term.signature(), w.weight) for w in preferred_anti),
                 )
             )
-            for n in all_nodes:
-                contribution = n.memo.get(key)
-                if contribution is None:
-                    contribution = n.remember(key, _incoming_preferred_contribution(n, preferred, preferred_anti))
-                if contribution:
-                    scored = True
-                    _add_scores(score, contribution)
+            parts.append(self._aggregate(key, lambda n: _incoming_preferred_contribution(n, preferred, preferred_anti)))
         hard_weight = self.args.hard_pod_affinity_weight
         key = _pod_shape_key("InterPodAffinity/symmetric|", pod, ns_labels, hard_weight)
-        for n in all_nodes:
-            if not n.pods_with_affinity:
-                continue
-            contribution = n.memo.get(key)
-            if contribution is None:
-                contribution = n.remember(key, _existing_terms_contribution(n, pod, ns_labels, hard_weight))
-            if contribution:
-                scored = True
-                _add_scores(score, contribution)
-        if not scored:
-            return SKIP
+
+        def symmetric(n: NodeInfo) -> Contribution:
+            return _existing_terms_contribution(n, pod, ns_labels, hard_weight) if n.pods_with_affinity else ()
+
+        parts.append(self._aggregate(key, symmetric))
+        if not any(p.nonempty for p in parts):
+            return SKIP  # no node contributed anything (upstream: index == -1)
+        score = parts[0].counts.clone().by_key
+        for extra in parts[1:]:
+            for tkey, values in extra.counts.by_key.items():
+                target = score.setdefault(tkey, {})
+                for value, weight in values.items():
+                    target[value] = target.get(value, 0) + weight
         state[PRE_SCORE_STATE_KEY] = PreScoreState(score)
         return None
 

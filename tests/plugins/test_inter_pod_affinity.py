@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hst
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.config.errors import ConfigError
@@ -1624,3 +1626,119 @@ def test_explain_detail_carries_structured_fields() -> None:
         "kind": "podAntiAffinity",
         "domain": f"{HOST}=h1",
     }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Property: the incremental sums equal a from-scratch computation
+
+
+def _palette_pod(i: int, node: str | None = None) -> PodInfo:
+    """Pods of a small palette: app label, and (by i) hostname/zone anti-affinity, zone affinity, preferred terms."""
+    app = ("a", "b", "c")[i % 3]
+    b = pod({"app": app}, node=node, ns=("default", "subteam1.team1")[i % 2])
+    kind = i % 7
+    if kind == 1:
+        b.pod_affinity_term(ANTI, HOST, {"app": app})
+    elif kind == 2:
+        b.pod_affinity_term(ANTI, "zone", {"app": ("a", "b", "c")[(i + 1) % 3]}, namespace_selector=TEAM1)
+    elif kind == 3:
+        b.pod_affinity_term(AFF, "zone", {"app": "a"})
+    elif kind == 4:
+        b.pod_affinity_term(AFF, "zone", {"app": app}, weight=7).pod_affinity_term(ANTI, HOST, {"app": "b"}, weight=3)
+    elif kind == 5:
+        b.pod_affinity_term(AFF, HOST, {"app": app}).pod_affinity_term(ANTI, "zone", {"app": "c"}, weight=11)
+    return b.info()
+
+
+_cluster_op = hst.tuples(
+    hst.sampled_from(["add-clone", "add-in-place", "remove", "relabel", "drop-node", "add-node"]),
+    hst.integers(0, 5),
+    hst.integers(0, 20),
+)
+
+
+def _verdicts(pl: InterPodAffinity, incoming: PodInfo, nodes: list[NodeInfo]) -> tuple[Any, ...]:
+    state = CycleState()
+    _, st_pre = pl.pre_filter(state, incoming, nodes)
+    out: list[Any] = [None if st_pre is None else (st_pre.code, st_pre.reasons)]
+    if st_pre is None:
+        batch = pl.filter_batch(state, incoming, nodes)
+        assert batch == [pl.filter(state, incoming, n) for n in nodes]
+        out.append([verdict(x) for x in batch])
+        s: PreFilterState = state[PRE_FILTER_STATE_KEY]
+        out.append(_maps(s))
+    st_score = pl.pre_score(state, incoming, nodes)
+    out.append(None if st_score is None else st_score.code)
+    if st_score is None:
+        out.append(pl.score_batch(state, incoming, nodes))
+    return tuple(out)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hst.lists(_cluster_op, max_size=25), hst.lists(hst.integers(0, 20), min_size=1, max_size=4))
+def test_property_incremental_sums_equal_recomputation(
+    ops: list[tuple[str, int, int]], incoming_ids: list[int]
+) -> None:
+    """Across random pod adds/removes (cloned or in place), relabels and node churn, a long-lived plugin
+    (sums kept up to date from changed nodes) decides and scores exactly like a fresh one."""
+    nodes: dict[str, NodeInfo] = {}
+    for i in range(4):
+        nodes[f"n{i}"] = NodeInfo(f"n{i}", NodeRecord(f"n{i}", labels={HOST: f"n{i}", "zone": f"z{i % 2}"}))
+    handle = StaticHandle(None, NAMESPACES)
+    long_lived = InterPodAffinity(Args(), handle)
+    incoming = [_palette_pod(i) for i in incoming_ids]
+    serial = itertools.count()
+    for op, where, what in ops:
+        names = sorted(nodes)
+        name = names[where % len(names)] if names else None
+        if op == "add-node" or name is None:
+            new = f"n{next(serial) + 10}"
+            nodes[new] = NodeInfo(new, NodeRecord(new, labels={HOST: new, "zone": f"z{what % 3}"}))
+        elif op == "add-clone":
+            info = nodes[name].clone()
+            info.add_pod(_palette_pod(what, name))
+            nodes[name] = info
+        elif op == "add-in-place":
+            nodes[name].add_pod(_palette_pod(what, name))
+        elif op == "remove" and nodes[name].pods:
+            info = nodes[name].clone()
+            info.remove_pod(next(iter(info.pods)))
+            nodes[name] = info
+        elif op == "relabel":
+            old = nodes[name]
+            assert old.node is not None
+            info = NodeInfo(name, NodeRecord(name, labels={**old.node.labels, "zone": f"z{what % 3}"}))
+            for p in old.pods.values():
+                info.add_pod(p)
+            nodes[name] = info
+        elif op == "drop-node" and len(nodes) > 1:
+            del nodes[name]
+        listed = list(nodes.values())
+        for p in incoming:
+            fresh = InterPodAffinity(Args(), handle)
+            assert _verdicts(long_lived, p, listed) == _verdicts(fresh, p, listed)
+
+
+def test_aggregate_far_behind_the_change_log_is_rebuilt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the change log was trimmed past an aggregate's epoch, the aggregate is rebuilt from all nodes."""
+    import scheduler.plugins.inter_pod_affinity as ipa
+
+    monkeypatch.setattr(ipa, "LOG_LIMIT", 4)
+    nodes = [NodeInfo(f"n{i}", NodeRecord(f"n{i}", labels={"zone": "z"})) for i in range(3)]
+    changes = ipa.NodeChanges()
+    changes.sync(nodes)
+
+    def count_pods(n: NodeInfo) -> ipa.Contribution:
+        return tuple(((("zone", "z"), 1),) * len(n.pods))
+
+    behind = ipa.Aggregate("test|pods")
+    behind.refresh(changes, count_pods)
+    assert behind.counts.pairs() == {}
+    for round_ in range(6):  # each round changes every node: the log is trimmed several times
+        nodes = [n.clone() for n in nodes]
+        nodes[round_ % 3].add_pod(pod(node=f"n{round_ % 3}").info())
+        changes.sync(nodes)
+    assert changes.since(behind.epoch) is None
+    behind.refresh(changes, count_pods)
+    assert behind.counts.pairs() == {("zone", "z"): 6}
+    assert behind.nonempty == 3
