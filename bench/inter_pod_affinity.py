@@ -83,7 +83,7 @@ async def _run_once(workload: str, nodes: int, per_node: int, pods: int, seed: i
     for obj in _nodes(nodes):
         cluster.apply_node(obj)
     for i in range(nodes * per_node):
-        cluster.apply_pod(_init_pod(i, f"node-{i % nodes}"))
+        cluster.apply_pod(_init_pod(i, f"node-{i // per_node}"))  # 3 anti, 3 preferred per node
     await _warm_up(cluster, scheduler, clock)
     load = time.perf_counter() - t0
     measured = [_measured(workload, i) for i in range(pods)]

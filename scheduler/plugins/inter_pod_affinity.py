@@ -428,21 +428,21 @@ def _pod_shape_key(prefix: str, pod: PodInfo, ns_labels: Labels, *extra: Any) ->
 # ---------------------------------------------------------------------------------------------------------
 # Sums over the cluster, kept up to date incrementally
 
-_SEEN_KEY: Final = NAME + "/seen"
 _MISSING: Final = object()
 LOG_LIMIT: Final = 20_000  # node changes remembered; an aggregate further behind is rebuilt
 AGGREGATE_LIMIT: Final = 64  # pod shapes whose sums are kept
 
 
 class NodeChanges:
-    """Which NodeInfos changed from one cycle to the next, as a log aggregates catch up on.
+    """Which nodes changed from one cycle to the next, as a log aggregates catch up on.
 
-    A node changed when the snapshot holds another NodeInfo object for it (the cache clones a node whose
-    pods or labels changed) or when the memo marker set at the last look is gone (add_pod/remove_pod clear
-    the memo). One pass over the node list per cycle finds them; everything else is per changed node.
+    A node changed when the node list holds another NodeInfo object for it: snapshot NodeInfos are never
+    modified in place (the cache puts a fresh clone in the snapshot for a node whose pods or labels changed,
+    as upstream's snapshot does; explanations clone too). When the list has the previous cycle's shape,
+    comparing it position by position with the previous one finds the changes at C speed.
     """
 
-    __slots__ = ("_epochs", "_log", "epoch", "log_start", "nodes")
+    __slots__ = ("_epochs", "_log", "_previous", "epoch", "log_start", "nodes")
 
     def __init__(self) -> None:
         self.nodes: dict[str, NodeInfo] = {}
@@ -450,11 +450,16 @@ class NodeChanges:
         self.log_start = 1  # the oldest epoch whose changes are all in the log
         self._epochs: list[int] = []
         self._log: list[str] = []
+        self._previous: list[NodeInfo] = []
 
     def sync(self, nodes: Sequence[NodeInfo]) -> None:
         """Record the nodes that changed since the last sync."""
         seen = self.nodes
-        changed = [n for n in nodes if seen.get(n.name) is not n or _SEEN_KEY not in n.memo]
+        previous = self._previous
+        if len(previous) == len(nodes):
+            changed = [n for n, p in zip(nodes, previous, strict=True) if n is not p and seen.get(n.name) is not n]
+        else:
+            changed = [n for n in nodes if seen.get(n.name) is not n]
         removed: list[str] = []
         if len(seen) + sum(1 for n in changed if n.name not in seen) != len(nodes):
             names = {n.name for n in nodes}
@@ -463,7 +468,6 @@ class NodeChanges:
             self.epoch += 1
             for n in changed:
                 seen[n.name] = n
-                n.remember(_SEEN_KEY, True)
                 self._log.append(n.name)
             for name in removed:
                 del seen[name]
@@ -473,6 +477,7 @@ class NodeChanges:
                 drop = len(self._log) // 2
                 self.log_start = self._epochs[drop] + 1
                 del self._log[:drop], self._epochs[:drop]
+        self._previous = list(nodes)
 
     def since(self, epoch: int) -> list[str] | None:
         """Names of nodes changed after `epoch`, or None when the log no longer reaches back that far."""
