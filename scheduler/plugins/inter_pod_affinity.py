@@ -18,9 +18,12 @@ Semantics are upstream v1.37.2's with the InterPodAffinityHostnameFastPath gate 
 `matchLabelKeys`/`mismatchLabelKeys` are not read here: kube-apiserver merges them into the labelSelector
 when the pod is created (`scheduler/admission.py` does the same for `simulate`'s input).
 
-Speed: each pod's terms are parsed once (PodInfo.derived); a node's contribution to the counts and scores
-is memoized on its NodeInfo per incoming pod shape (the memo is cleared whenever its pods change), so a
-cycle costs a dict lookup per node once the cluster is warm, not a term match per pod of the cluster.
+Speed: each pod's terms are parsed once (PodInfo.derived). The cluster-wide counts and scores are sums of
+per-node contributions; for each incoming pod shape (its labels and namespace, or its resolved terms) the
+plugin keeps the sum (`Aggregate`) and, each cycle, only takes back and re-adds the nodes that changed
+since (`NodeChanges`: one position-by-position pass over the node list). A node's contribution is memoized
+on its NodeInfo. So a Deployment's pods pay a pass over the cluster's pods once, then a few nodes per
+cycle, instead of matching every term against every pod every cycle; Filter is a few set lookups per node.
 """
 
 from __future__ import annotations
@@ -325,15 +328,6 @@ class TopologyCounts:
         inner = self.by_key.get(key)
         return inner.get(value, 0) if inner is not None else 0
 
-    def merge(self, contribution: Contribution) -> None:
-        """Add a node's contribution (mergeWithList: counts only grow here)."""
-        by_key = self.by_key
-        for (key, value), count in contribution:
-            inner = by_key.get(key)
-            if inner is None:
-                inner = by_key[key] = {}
-            inner[value] = inner.get(value, 0) + count
-
     def apply(self, contribution: Contribution, sign: int) -> None:
         """Add (sign 1) or take back (sign -1) a node's contribution; entries that reach zero are dropped."""
         by_key = self.by_key
@@ -430,7 +424,7 @@ def _pod_shape_key(prefix: str, pod: PodInfo, ns_labels: Labels, *extra: Any) ->
 
 _MISSING: Final = object()
 LOG_LIMIT: Final = 20_000  # node changes remembered; an aggregate further behind is rebuilt
-AGGREGATE_LIMIT: Final = 64  # pod shapes whose sums are kept
+AGGREGATE_LIMIT: Final = 32  # pod shapes whose sums are kept (each holds one entry per node)
 
 
 class NodeChanges:
