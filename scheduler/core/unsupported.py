@@ -1,7 +1,7 @@
 """Fail closed: the one list of pod fields that upstream's default profile evaluates and pyscheduler does not.
 
 A pod using any of them is never bound: placing it while ignoring a constraint kube-scheduler enforces
-(pod anti-affinity, a volume's zone, a DRA claim...) is worse for a user than leaving it Pending. Such a pod
+(a volume's zone, a DRA claim...) is worse for a user than leaving it Pending. Such a pod
 gets `PodScheduled=False reason=Unschedulable` and a FailedScheduling event naming the field and the
 upstream plugin that would evaluate it, is counted per feature, and is re-checked when the pod changes or
 pyscheduler restarts (a newer pyscheduler that has the plugin then schedules it).
