@@ -5,7 +5,9 @@ No API server. Nodes `cpu 64, memory 256Gi, pods 110` in 3 zones with hostname l
 pods already bound on every node, in 50 app groups; one in ten of them has required hostname
 anti-affinity to its own group and one in ten a preferred zone affinity to it (so every node has pods
 with affinity, as in a cluster of many Deployments). Then `--pods` pods of one workload are scheduled
-through the real Scheduler with the in-memory adapter; pods/s is the median of --runs runs.
+through the real Scheduler with the in-memory adapter (after one warm-up pod); pods/s is the median of
+--runs runs, and pods per CPU-second (this process's CPU time) is printed too: on a shared, loaded machine
+it is the steadier figure.
 
     PYTHONPATH=. .venv/bin/python -m bench.inter_pod_affinity --nodes 1000 5000 --pods 500
 
