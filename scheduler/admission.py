@@ -1,15 +1,23 @@
-"""What kube-apiserver does to a new pod that changes what the scheduler sees (pod strategy PrepareForCreate).
+"""What kube-apiserver does to a pod at creation that changes what a scheduler sees (pod strategy
+PrepareForCreate, `pkg/registry/core/pod/strategy.go`, v1.37.2), for `simulate`'s input.
 
-`simulate` creates the pods of its input file the way a live cluster would, so that offline answers equal
-live ones. Only the scheduling-relevant mutations of v1.37 are here; validation and other defaulting are not.
+A live scheduler only ever sees pods the API server stored, so it never does this itself: PodTopologySpread
+and InterPodAffinity do not read `matchLabelKeys`/`mismatchLabelKeys`. A pod written by hand in a simulation
+file was never created, so `simulate` applies the same mutations first; offline results then equal live
+ones. A pod that was created (it has `metadata.creationTimestamp`, as every object dumped from a cluster
+does) is left as it is: the API server merged its keys already, against the labels it had then.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 JSON = dict[str, Any]
+
+REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def mutate_topology_spread_constraints(pod: JSON) -> None:
@@ -42,8 +50,78 @@ def mutate_topology_spread_constraints(pod: JSON) -> None:
             selector["matchExpressions"] = expressions
 
 
-def prepare_for_create(pod: JSON) -> JSON:
-    """A copy of `pod` as kube-apiserver would store it on create (scheduling-relevant mutations only)."""
-    out = copy.deepcopy(pod)
-    mutate_topology_spread_constraints(out)
+def was_created(pod: Mapping[str, Any]) -> bool:
+    """True for a pod the API server stored (it sets creationTimestamp on create)."""
+    meta = pod.get("metadata")
+    return isinstance(meta, Mapping) and bool(meta.get("creationTimestamp"))
+
+
+def _apply_label_keys(selector: JSON, keys: Any, operator: str, labels: Mapping[str, Any]) -> None:
+    """applyLabelKeysToLabelSelector: `key <operator> [pod's value]` for each key the pod has."""
+    if not isinstance(keys, list):
+        return
+    for key in keys:
+        if isinstance(key, str) and key in labels:
+            exprs = selector.get("matchExpressions")
+            if not isinstance(exprs, list):
+                exprs = selector["matchExpressions"] = []
+            exprs.append({"key": key, "operator": operator, "values": [labels[key]]})
+
+
+def _apply_to_term(term: Any, labels: Mapping[str, Any]) -> bool:
+    """applyMatchLabelKeysAndMismatchLabelKeys; True when the term had keys to merge."""
+    if not isinstance(term, dict):
+        return False
+    match, mismatch = term.get("matchLabelKeys"), term.get("mismatchLabelKeys")
+    selector = term.get("labelSelector")
+    if (not match and not mismatch) or not isinstance(selector, dict):
+        return False  # a nil labelSelector matches nothing: nothing to narrow
+    _apply_label_keys(selector, match, "In", labels)
+    _apply_label_keys(selector, mismatch, "NotIn", labels)
+    return True
+
+
+def _terms(affinity: Mapping[str, Any]) -> list[Any]:
+    """Every PodAffinityTerm of podAffinity then podAntiAffinity, preferred before required (upstream order)."""
+    out: list[Any] = []
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = affinity.get(kind)
+        if not isinstance(section, Mapping):
+            continue
+        for item in section.get(PREFERRED) or []:
+            if isinstance(item, Mapping):
+                out.append(item.get("podAffinityTerm"))
+        out.extend(section.get(REQUIRED) or [])
     return out
+
+
+def mutate_pod_affinity(pod: JSON) -> JSON:
+    """mutatePodAffinity (MatchLabelKeysInPodAffinity, GA): merge match/mismatchLabelKeys into each pod
+    (anti-)affinity term's labelSelector. Returns the pod, a mutated copy when anything was merged."""
+    spec = pod.get("spec")
+    affinity = spec.get("affinity") if isinstance(spec, Mapping) else None
+    if not isinstance(affinity, Mapping):
+        return pod
+    meta = pod.get("metadata")
+    labels = (meta.get("labels") if isinstance(meta, Mapping) else None) or {}
+    if not isinstance(labels, Mapping):
+        return pod
+    if not any(
+        isinstance(t, Mapping) and (t.get("matchLabelKeys") or t.get("mismatchLabelKeys")) for t in _terms(affinity)
+    ):
+        return pod
+    out = copy.deepcopy(pod)
+    for t in _terms(out["spec"]["affinity"]):
+        _apply_to_term(t, labels)
+    return out
+
+
+def admit_pod(pod: JSON) -> JSON:
+    """The pod as the API server would store it on create; pods that were created are returned unchanged."""
+    if was_created(pod):
+        return pod
+    spec = pod.get("spec")
+    if isinstance(spec, Mapping) and spec.get("topologySpreadConstraints"):
+        pod = copy.deepcopy(pod)
+        mutate_topology_spread_constraints(pod)
+    return mutate_pod_affinity(pod)

@@ -3,6 +3,8 @@
 Objects apply in file order; after each one the scheduler runs until no queued pod can make progress, as
 in a live cluster with infinitely fast time. DaemonSets expand to one pod per node, pinned with
 `matchFields metadata.name` exactly as the DaemonSet controller pins them, including for nodes added later.
+Pods not created yet first get what kube-apiserver does on create (`scheduler/admission.py`:
+matchLabelKeys/mismatchLabelKeys merged into spread and pod affinity selectors), so offline results equal live ones.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.adapters.memory import MemoryCluster
-from scheduler.admission import prepare_for_create
+from scheduler.admission import admit_pod
 from scheduler.config.documents import DocumentError, load_all
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.clock import FakeClock
@@ -59,8 +61,28 @@ def _priority_classes(objects: Iterable[JSON]) -> dict[str, JSON]:
     }
     for obj in objects:
         if obj.get("kind") == "PriorityClass":
+            _check_priority_class(obj)
             classes[str(obj["metadata"]["name"])] = obj
     return classes
+
+
+def _check_priority_class(obj: JSON) -> None:
+    """Refuse a PriorityClass the API server would refuse, naming the field (value is a required int32)."""
+    name = (obj.get("metadata") or {}).get("name")
+    where = f"PriorityClass {name}"
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{where}: metadata.name: Required value")
+    value = obj.get("value")
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
+        raise InputError(f"{where}: value: must be a 32-bit integer, got {value!r}")
+    if not isinstance(obj.get("globalDefault", False), bool):
+        raise InputError(f"{where}: globalDefault: must be a boolean")
+    policy = obj.get("preemptionPolicy")
+    if policy is not None and policy not in ("Never", "PreemptLowerPriority"):
+        raise InputError(
+            f'{where}: preemptionPolicy: Unsupported value: {policy!r}: supported values: "Never", '
+            '"PreemptLowerPriority"'
+        )
 
 
 def _admit_priority(spec: JSON, classes: Mapping[str, JSON], where: str) -> None:
@@ -363,13 +385,13 @@ async def simulate_async(
             for ds in daemonsets:
                 if not daemon_should_run(ds, obj):
                     continue
-                pod = prepare_for_create(daemon_pod(ds, obj["metadata"]["name"]))
+                pod = admit_pod(daemon_pod(ds, obj["metadata"]["name"]))
                 if MemoryCluster._uid(pod) not in cluster.pods:
                     track(pod)
                     cluster.apply_pod(pod)
         elif kind == "Pod":
-            # Created through the API in a live cluster: kube-apiserver's create-time mutations apply.
-            obj = prepare_for_create(obj)
+            stored = admit_pod(obj)  # what the API server stores on create (matchLabelKeys merged)
+            obj = copy.deepcopy(obj) if stored is obj else stored  # binding must not write into the caller's pod
             track(obj)
             cluster.apply_pod(obj)
         elif kind in KINDS:
@@ -379,7 +401,7 @@ async def simulate_async(
             for node_name, node_obj in list(cluster.nodes.items()):
                 if not daemon_should_run(obj, node_obj):
                     continue
-                pod = prepare_for_create(daemon_pod(obj, node_name))
+                pod = admit_pod(daemon_pod(obj, node_name))
                 track(pod)
                 cluster.apply_pod(pod)
         await scheduler.run_until_idle(advance=clock.advance_to)

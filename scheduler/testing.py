@@ -441,6 +441,14 @@ def make_node(name: str = "node") -> NodeBuilder:
     return NodeBuilder(name)
 
 
+def make_namespace(name: str, labels: dict[str, str] | None = None) -> JSON:
+    """A v1 Namespace dict (what InterPodAffinity's namespaceSelector is matched against)."""
+    meta: JSON = {"name": name}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
 class StaticHandle:
     """A plugin Handle over a fixed snapshot (empty by default) and objects; plugin unit tests never bind.
 

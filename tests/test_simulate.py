@@ -442,9 +442,161 @@ def test_priority_of_a_dump_is_kept_when_its_class_is_not_in_the_file() -> None:
             "controller computed PreemptLowerPriority from the given PriorityClass name",
             id="policy-without-class",
         ),
+        pytest.param(
+            [_priority_class("high", 1000) | {"value": ":"}, make_pod("p").obj()],
+            "PriorityClass high: value: must be a 32-bit integer, got ':'",
+            id="class-value-not-an-integer",
+        ),
+        pytest.param(
+            [_priority_class("high", 1000) | {"value": 2**31}, make_pod("p").obj()],
+            "PriorityClass high: value: must be a 32-bit integer",
+            id="class-value-out-of-range",
+        ),
+        pytest.param(
+            [_priority_class("high", 1000) | {"preemptionPolicy": "Sometimes"}, make_pod("p").obj()],
+            "PriorityClass high: preemptionPolicy: Unsupported value: 'Sometimes'",
+            id="class-policy-unknown",
+        ),
     ],
 )
 def test_priority_admission_errors_are_input_errors(docs: list[JSON], fragment: str) -> None:
     with pytest.raises(InputError) as info:
         load_documents(_yaml(docs))
     assert fragment in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pod (anti-)affinity through simulate
+
+HOSTNAME = "kubernetes.io/hostname"
+ANTI_MESSAGE = (
+    "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. preemption: 0/3 nodes are "
+    "available: 3 No preemption victims found for incoming pod."
+)
+
+
+def _replica(name: str, **labels: str) -> JSON:
+    obj = (
+        make_pod(name).labels(app="web", **labels).pod_affinity_term("podAntiAffinity", HOSTNAME, {"app": "web"}).obj()
+    )
+    return obj
+
+
+def test_replicas_with_hostname_anti_affinity_spread_one_per_node() -> None:
+    """A Deployment-like set with required hostname anti-affinity: one replica per node, the 4th Pending."""
+    objects = [make_node(f"n{i}").obj() for i in range(3)]
+    objects += [_replica(f"web-{i}") for i in range(4)]
+    placed = _placements(simulate(objects))
+    assert sorted(str(v) for k, v in placed.items() if k != "default/web-3") == ["n0", "n1", "n2"]
+    assert placed["default/web-3"] is None
+    assert _messages(simulate(objects))["default/web-3"] == ANTI_MESSAGE
+
+
+def test_match_label_keys_are_merged_for_pods_not_created_yet() -> None:
+    """Rolling update: the new replica's anti-affinity names its own pod-template-hash through matchLabelKeys,
+    so the old replica (created, selector merged against its own hash) does not keep it off the only node.
+    Without the API server's merge the new pod would be Pending; live and offline agree."""
+    old = _replica("web-old", **{"pod-template-hash": "v1"})
+    old["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    old["spec"]["nodeName"] = "n0"
+    old_term = old["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    old_term["matchLabelKeys"] = ["pod-template-hash"]
+    old_term["labelSelector"]["matchExpressions"] = [{"key": "pod-template-hash", "operator": "In", "values": ["v1"]}]
+    new = _replica("web-new", **{"pod-template-hash": "v2"})
+    new["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0][
+        "matchLabelKeys"
+    ] = ["pod-template-hash"]
+    result = simulate([make_node("n0").obj(), old, new])
+    assert _placements(result)["default/web-new"] == "n0"
+    # Without the key the new replica's selector (app=web) matches the old one: Pending, upstream's words.
+    del new["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0][
+        "matchLabelKeys"
+    ]
+    result = simulate([make_node("n0").obj(), old, new])
+    assert (
+        _messages(result)["default/web-new"]
+        == "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. preemption: 0/1 nodes are "
+        "available: 1 No preemption victims found for incoming pod."
+    )
+
+
+def test_explain_names_the_replica_holding_the_node() -> None:
+    """--explain for the Pending replica names, per node, the replica whose labels its term matches."""
+    objects = [make_node(f"n{i}").obj() for i in range(3)] + [_replica(f"web-{i}") for i in range(4)]
+    result = simulate(objects)
+    expl = result.explain("default", "web-3")
+    holders = {
+        v.node: [
+            d.data["pod"]
+            for plugin, d in v.details
+            if plugin == "InterPodAffinity" and d.data.get("kind") == "podAntiAffinity"
+        ]
+        for v in expl.nodes
+    }
+    placed = _placements(result)
+    assert holders == {node: [pod] for pod, node in placed.items() if node is not None}
+    assert expl.message == ANTI_MESSAGE
+
+
+# ------------------------------------------------------------------------------------- preemption with pod affinity
+
+
+def _classed(builder: Any, cls: str) -> JSON:
+    obj: JSON = builder.obj()
+    obj["spec"]["priorityClassName"] = cls
+    return obj
+
+
+def _affinity_preemption_docs(anti_guard: bool) -> list[JSON]:
+    """node1 holds a low-priority pod (with or without anti-affinity against app=x); node2 a middle one. The
+    app=x preemptor fits neither until something goes."""
+    guard = make_pod("guard", "ns").req(cpu="100m")
+    if anti_guard:
+        guard.pod_affinity_term("podAntiAffinity", HOSTNAME, {"app": "x"})
+    return [
+        _priority_class("low", 10),
+        _priority_class("mid", 20),
+        _priority_class("high", 1000),
+        make_node("node1").capacity(cpu="1").obj(),
+        make_node("node2").capacity(cpu="1").obj(),
+        _classed(guard.node("node1"), "low"),
+        _classed(make_pod("filler", "ns").req(cpu="100m").node("node1"), "low"),
+        _classed(make_pod("big", "ns").req(cpu="1").node("node2"), "mid"),
+        _classed(make_pod("p", "ns").labels(app="x").req(cpu="850m"), "high"),
+    ]
+
+
+@pytest.mark.parametrize("anti_guard", [True, False], ids=["existing-anti-affinity", "plain"])
+def test_preemption_sees_the_node_after_evictions_through_inter_pod_affinity(anti_guard: bool) -> None:
+    """The dry run removes victims through InterPodAffinity's RemovePod: node1 is chosen (its victims have the
+    lowest priority) whether or not the guard's anti-affinity keeps app=x out before the evictions, and with
+    the anti-affinity the guard is never reprieved (the preemptor could not stay beside it)."""
+    result = simulate(load_documents(_yaml(_affinity_preemption_docs(anti_guard))))
+    assert _placements(result)["ns/p"] == "node1"
+    [preemption] = [p.to_json() for p in result.preemptions]
+    assert preemption["node"] == "node1"
+    # cpu alone needs one of the two 100m pods gone; the guard must go when its anti-affinity matches app=x.
+    if anti_guard:
+        assert "ns/guard" in preemption["victims"]
+    assert len(preemption["victims"]) == 1
+
+
+def test_a_node_whose_only_affinity_match_is_a_victim_is_no_candidate() -> None:
+    """As upstream's SelectVictimsOnNode: every lower-priority pod is removed before the filters run, so a
+    preemptor whose required affinity matches only a lower-priority pod cannot preempt on that node."""
+    docs = [
+        _priority_class("low", 10),
+        _priority_class("high", 1000),
+        make_node("node1").capacity(cpu="1").obj(),
+        _classed(make_pod("db", "ns").labels(app="db").req(cpu="600m").node("node1"), "low"),
+        _classed(
+            make_pod("p", "ns").req(cpu="600m").pod_affinity_term("podAffinity", HOSTNAME, {"app": "db"}), "high"
+        ),
+    ]
+    result = simulate(load_documents(_yaml(docs)))
+    assert _placements(result)["ns/p"] is None
+    assert result.preemptions == []
+    assert _messages(result)["ns/p"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 node(s) didn't "
+        "match pod affinity rules."
+    )

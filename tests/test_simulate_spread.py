@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.admission import prepare_for_create
+from scheduler.admission import admit_pod
 from scheduler.cli import main
 from scheduler.config.load import load_config
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
@@ -101,7 +101,7 @@ def test_pods_are_created_as_kube_apiserver_creates_them() -> None:
         .spread_constraint(1, "kubernetes.io/hostname", "ScheduleAnyway", None, matchLabelKeys=["app"])
         .obj()
     )
-    created = prepare_for_create(pod)
+    created = admit_pod(pod)
     first, second = created["spec"]["topologySpreadConstraints"]
     assert first["labelSelector"] == {
         "matchLabels": {"app": "web"},

@@ -34,8 +34,10 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("NodePorts"),
     PluginRef("NodeResourcesFit", 1),
     # Upstream: VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone go here, before
-    # PodTopologySpread; InterPodAffinity(2) follows it.
+    # PodTopologySpread.
     PluginRef("PodTopologySpread", 2),
+    PluginRef("InterPodAffinity", 2),
+    # [DynamicResources(2)] goes here upstream.
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),

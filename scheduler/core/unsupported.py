@@ -1,7 +1,7 @@
 """Fail closed: the one list of pod fields that upstream's default profile evaluates and pyscheduler does not.
 
 A pod using any of them is never bound: placing it while ignoring a constraint kube-scheduler enforces
-(pod anti-affinity, a volume's zone, a DRA claim...) is worse for a user than leaving it Pending. Such a pod
+(a volume's zone, a DRA claim...) is worse for a user than leaving it Pending. Such a pod
 gets `PodScheduled=False reason=Unschedulable` and a FailedScheduling event naming the field and the
 upstream plugin that would evaluate it, is counted per feature, and is re-checked when the pod changes or
 pyscheduler restarts (a newer pyscheduler that has the plugin then schedules it).
@@ -13,9 +13,9 @@ would then ignore the field too). When a plugin lands, its entries stop applying
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from scheduler.framework.types import PodInfo
 
@@ -41,14 +41,6 @@ class Finding:
     field: str
 
 
-def _affinity_field(kind: str) -> Check:
-    def check(pod: PodInfo) -> str | None:
-        affinity: Mapping[str, Any] = pod.affinity or {}
-        return f"spec.affinity.{kind}" if affinity.get(kind) else None
-
-    return check
-
-
 def _volume_source(*sources: str) -> Check:
     wanted = frozenset(sources)
 
@@ -71,8 +63,6 @@ _MIGRATABLE_INLINE = ("gcePersistentDisk", "awsElasticBlockStore", "azureDisk", 
                       "portworxVolume")
 
 UNSUPPORTED: Final[tuple[UnsupportedFeature, ...]] = (
-    UnsupportedFeature("podAffinity", "InterPodAffinity", _affinity_field("podAffinity")),
-    UnsupportedFeature("podAntiAffinity", "InterPodAffinity", _affinity_field("podAntiAffinity")),
     UnsupportedFeature("persistentVolumeClaim", "VolumeBinding", _volume_source("persistentVolumeClaim")),
     UnsupportedFeature("ephemeralVolume", "VolumeBinding", _volume_source("ephemeral")),
     UnsupportedFeature("inTreeDiskVolume", "VolumeRestrictions", _volume_source("gcePersistentDisk",

@@ -62,11 +62,6 @@ ERR_POLICY_NEVER: Final = "not eligible due to preemptionPolicy=Never."
 ERR_TERMINATING_ON_NOMINATED: Final = "not eligible due to a terminating pod on the nominated node."
 ERR_WAITING: Final = "waiting for the preemption for this pod to be finished"
 PREEMPT_NEVER: Final = "Never"
-INTER_POD_AFFINITY: Final = "InterPodAffinity"
-# Fail closed while InterPodAffinity is missing: upstream would re-check existing pods' required anti-affinity.
-ERR_ANTI_AFFINITY_UNCHECKED: Final = (
-    "pyscheduler does not evaluate existing pods' required anti-affinity yet (upstream plugin InterPodAffinity)"
-)
 
 DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE: Final = 10
 DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: Final = 100
@@ -242,10 +237,6 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         potential = [p for p in pods if p.priority < pod.priority]
         if not potential:
             return [], 0, unresolvable(NO_VICTIMS_FOUND)
-        if node.pods_with_required_anti_affinity and _anti_affinity_unchecked(fwk):
-            # Upstream's InterPodAffinity Filter could still refuse this node after the evictions: evicting here
-            # might delete pods kube-scheduler would not. Fail closed until the plugin runs here.
-            return [], 0, unresolvable(ERR_ANTI_AFFINITY_UNCHECKED)
         for victim in potential:
             node.remove_pod(victim.uid)
             err = fwk.run_pre_filter_extension_remove_pod(state, pod, victim, node)
@@ -291,11 +282,6 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
     def ordered_score_funcs(self, candidates: Sequence[Candidate]) -> list[ScoreFunc] | None:
         """None: upstream's default tie-breakers."""
         return None
-
-
-def _anti_affinity_unchecked(fwk: Framework) -> bool:
-    """The profile runs upstream's InterPodAffinity but pyscheduler has no such plugin in it."""
-    return INTER_POD_AFFINITY in fwk.upstream_plugins and INTER_POD_AFFINITY not in fwk.plugins
 
 
 def new(raw_args: Mapping[str, Any] | None, handle: Handle) -> DefaultPreemption:

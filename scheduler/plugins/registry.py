@@ -22,6 +22,7 @@ from scheduler.plugins import (
     default_binder,
     default_preemption,
     image_locality,
+    inter_pod_affinity,
     node_affinity,
     node_name,
     node_ports,
@@ -69,6 +70,9 @@ REGISTRY: dict[str, PluginSpec] = {
     ),
     pod_topology_spread.NAME: PluginSpec(
         pod_topology_spread.PodTopologySpread, pod_topology_spread.new, pod_topology_spread.parse_args
+    ),
+    inter_pod_affinity.NAME: PluginSpec(
+        inter_pod_affinity.InterPodAffinity, inter_pod_affinity.InterPodAffinity, inter_pod_affinity.parse_args
     ),
     image_locality.NAME: _no_args(image_locality.ImageLocality, image_locality.new),
     default_binder.NAME: _no_args(default_binder.DefaultBinder, default_binder.new),

@@ -20,12 +20,6 @@ JSON = dict[str, Any]
 
 # Every guard entry, with a pod that uses the field. All entries of UNSUPPORTED must appear here.
 CASES: list[tuple[str, PodBuilder, str]] = [
-    ("podAffinity", make_pod("p").pod_affinity_term("podAffinity", "zone", {"app": "db"}), "spec.affinity.podAffinity"),
-    (
-        "podAntiAffinity",
-        make_pod("p").pod_affinity_term("podAntiAffinity", "kubernetes.io/hostname", {"app": "web"}, weight=10),
-        "spec.affinity.podAntiAffinity",
-    ),
     ("persistentVolumeClaim", make_pod("p").pvc("data"), "volume 'data' (spec.volumes[].persistentVolumeClaim)"),
     (
         "ephemeralVolume",

@@ -23,30 +23,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 # A pod spec fragment per feature, valid for the API server's validation.
 SPECS: dict[str, tuple[dict[str, Any], str]] = {
-    "podAffinity": (
-        {
-            "affinity": {
-                "podAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
-                    ]
-                }
-            }
-        },
-        "spec.affinity.podAffinity",
-    ),
-    "podAntiAffinity": (
-        {
-            "affinity": {
-                "podAntiAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
-                    ]
-                }
-            }
-        },
-        "spec.affinity.podAntiAffinity",
-    ),
     "persistentVolumeClaim": (
         {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]},
         "volume 'data' (spec.volumes[].persistentVolumeClaim)",

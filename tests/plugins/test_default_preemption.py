@@ -955,28 +955,3 @@ def test_calculate_num_candidates(args: Args, nodes: int, want: int) -> None:
     assert DefaultPreemption(args).calculate_num_candidates(nodes) == want
 
 
-def test_no_victims_where_existing_anti_affinity_is_not_evaluated() -> None:
-    """Fail closed: while upstream would run InterPodAffinity and pyscheduler cannot, a node holding pods with
-    required anti-affinity is no candidate (evicting there could delete pods kube-scheduler would not)."""
-    anti = pod("guard", LOW, "node1", LARGE).obj()
-    anti["spec"]["affinity"] = {
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
-            ]
-        }
-    }
-    nodes = [node("node1", **LARGE), node("node2", **LARGE)]
-    pods = [pod("plain", LOW, "node2", LARGE)]
-    preemptor = pod("p", HIGH, req=LARGE).info()
-    for upstream, want in ((frozenset({"InterPodAffinity"}), {"node2"}), (frozenset(), {"node1", "node2"})):
-        w = world(nodes, pods, upstream_plugins=upstream)
-        w.cluster.apply_pod(anti)
-        w.scheduler.cache.update_snapshot(w.scheduler.snapshot)
-        dry = w.plugin.evaluator.dry_run_preemption(w.fwk, w.state_for(preemptor), preemptor, w.nodes(), [], 0, 2)
-        assert {c.node for c in dry.candidates} == want
-        if upstream:
-            assert dry.node_statuses["node1"].reasons == (
-                "pyscheduler does not evaluate existing pods' required anti-affinity yet (upstream plugin "
-                "InterPodAffinity)",
-            )

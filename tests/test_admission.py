@@ -1,0 +1,126 @@
+"""kube-apiserver's pod create mutation that `simulate` reproduces: matchLabelKeys/mismatchLabelKeys merged
+into pod (anti-)affinity label selectors (strategy.go mutatePodAffinity)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from scheduler.admission import admit_pod, mutate_pod_affinity
+from scheduler.testing import make_pod
+
+JSON = dict[str, Any]
+HOST = "kubernetes.io/hostname"
+
+
+def _pod(labels: dict[str, str], affinity: JSON, created: bool = False) -> JSON:
+    obj = make_pod("p").obj()
+    obj["metadata"]["labels"] = labels
+    obj["spec"]["affinity"] = affinity
+    if created:
+        obj["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    return obj
+
+
+def _term(selector: JSON | None, match: list[str] | None = None, mismatch: list[str] | None = None) -> JSON:
+    t: JSON = {"topologyKey": HOST}
+    if selector is not None:
+        t["labelSelector"] = selector
+    if match is not None:
+        t["matchLabelKeys"] = match
+    if mismatch is not None:
+        t["mismatchLabelKeys"] = mismatch
+    return t
+
+
+LABELS = {"app": "web", "pod-template-hash": "abc", "tenant": "t1"}
+
+
+@pytest.mark.parametrize(
+    ("term", "want_expressions"),
+    [
+        pytest.param(
+            _term({"matchLabels": {"app": "web"}}, match=["pod-template-hash"]),
+            [{"key": "pod-template-hash", "operator": "In", "values": ["abc"]}],
+            id="match-label-keys",
+        ),
+        pytest.param(
+            _term({"matchLabels": {"app": "web"}}, mismatch=["tenant"]),
+            [{"key": "tenant", "operator": "NotIn", "values": ["t1"]}],
+            id="mismatch-label-keys",
+        ),
+        pytest.param(
+            _term(
+                {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+                match=["pod-template-hash", "missing"],
+                mismatch=["tenant"],
+            ),
+            [
+                {"key": "app", "operator": "Exists"},
+                {"key": "pod-template-hash", "operator": "In", "values": ["abc"]},
+                {"key": "tenant", "operator": "NotIn", "values": ["t1"]},
+            ],
+            id="appended-after-existing-keys-absent-from-labels-skipped",
+        ),
+        pytest.param(
+            _term({}, match=["app"]),
+            [{"key": "app", "operator": "In", "values": ["web"]}],
+            id="empty-selector-is-narrowed-too",
+        ),
+    ],
+)
+def test_label_keys_merge_into_the_selector(term: JSON, want_expressions: list[JSON]) -> None:
+    """Each key the pod has becomes `key In/NotIn [value]`, appended to matchExpressions."""
+    for kind in ("podAffinity", "podAntiAffinity"):
+        for required in (True, False):
+            if required:
+                affinity = {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [copy.deepcopy(term)]}}
+            else:
+                affinity = {
+                    kind: {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"weight": 10, "podAffinityTerm": copy.deepcopy(term)}
+                        ]
+                    }
+                }
+            obj = _pod(LABELS, affinity)
+            before = copy.deepcopy(obj)
+            out = admit_pod(obj)
+            assert obj == before, "the input is not mutated"
+            section = out["spec"]["affinity"][kind]
+            merged = (
+                section["requiredDuringSchedulingIgnoredDuringExecution"][0]
+                if required
+                else section["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+            )
+            assert merged["labelSelector"].get("matchExpressions") == want_expressions
+            assert merged.get("matchLabelKeys") == term.get("matchLabelKeys")  # the keys stay, as the API keeps them
+
+
+def test_nil_selector_is_left_alone() -> None:
+    """A nil labelSelector matches nothing; the API server leaves it nil."""
+    obj = _pod(LABELS, {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(None, ["app"])]}})
+    out = mutate_pod_affinity(obj)
+    assert (
+        "labelSelector"
+        not in out["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    )
+
+
+def test_created_pods_are_not_merged_again() -> None:
+    """A pod with a creationTimestamp was stored by the API server: its keys were merged then, against the
+    labels it had then, so nothing is added now (even if its labels changed since)."""
+    term = _term({"matchLabels": {"app": "web"}}, match=["pod-template-hash"])
+    obj = _pod(LABELS, {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}, created=True)
+    assert admit_pod(obj) is obj
+    assert "matchExpressions" not in term["labelSelector"]
+
+
+def test_pods_without_label_keys_are_returned_as_is() -> None:
+    """No affinity, or no keys: the very same object comes back (no copy)."""
+    plain = make_pod("p").obj()
+    assert admit_pod(plain) is plain
+    obj = _pod(LABELS, {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term({})]}})
+    assert admit_pod(obj) is obj
