@@ -282,7 +282,10 @@ async def test_replicas_with_hostname_anti_affinity_land_on_distinct_nodes(
     hosts = [(await wait_for_pod_bound(api_client, namespace, f"rs-{i}"))["spec"]["nodeName"] for i in range(3)]
     assert sorted(hosts) == ["spread-0", "spread-1", "spread-2"], pyscheduler.log()
     await create_pod("rs-3", labels={"app": "rs"}, affinity=anti, requests={"cpu": "100m"})
-    assert await _message(api_client, namespace, "rs-3") == f"0/3 nodes are available: 3 {ANTI_AFFINITY}."
+    assert await _message(api_client, namespace, "rs-3") == (
+        f"0/3 nodes are available: 3 {ANTI_AFFINITY}. "
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+    )
 
     group = _required("podAffinity", _term({"app": "grp"}, ZONE))
     await create_pod("grp-0", labels={"app": "grp"}, affinity=group, requests={"cpu": "100m"})
