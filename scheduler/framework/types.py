@@ -6,10 +6,17 @@ Raw API objects (JSON dicts) stay at the edge; each is parsed once per object ch
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from scheduler.framework.pod_resources import (
+    ResourceListError,
+    ResourceMap,
+    node_accounted_requests,
+    uses_status_resources,
+)
 from scheduler.framework.quantity import milli_value_of, value_of
 
 CPU = "cpu"
@@ -297,6 +304,10 @@ class PodInfo:
     preempted_by_scheduler: bool = False  # condition DisruptionTarget=True reason PreemptionByScheduler
     owner_uid: str = ""
     owner_api_version: str = ""
+    # What a node counts for this pod when it differs from (requests, non_zero_cpu, non_zero_memory): the
+    # in-place resize status (allocated/actuated resources) and pod-level requests, as upstream's
+    # PodInfo.CalculateResource. None for the usual pod, whose node accounting is its spec requests.
+    accounted: tuple[Resource, int, int] | None = None
     # Per-pod data a plugin derived from the fields above (parsed affinity terms, selectors...), keyed by the
     # plugin's name. Shared by the assumed copy (`with_node`): it depends on the spec only.
     derived: dict[str, Any] = field(default_factory=dict)
@@ -304,6 +315,11 @@ class PodInfo:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def accounted_requests(self) -> Resource:
+        """The requests a node counts for the pod (status-aware; see `accounted`)."""
+        return self.requests if self.accounted is None else self.accounted[0]
 
     def with_node(self, node_name: str) -> PodInfo:
         """A copy placed on node_name (what AssumePod stores)."""
@@ -385,6 +401,37 @@ def compute_pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
         non_zero.milli_cpu += extra.milli_cpu
         non_zero.memory += extra.memory
     return reqs, non_zero.milli_cpu, non_zero.memory
+
+
+def resource_from_map(amounts: ResourceMap) -> Resource:
+    """A Resource from exact amounts (Resource.Add of a ResourceList): cpu in millicores, all rounded up."""
+    res = Resource()
+    for name, qty in amounts.items():
+        if name == CPU:
+            res.milli_cpu = math.ceil(qty * 1000)
+        elif name == MEMORY:
+            res.memory = math.ceil(qty)
+        elif name == EPHEMERAL_STORAGE:
+            res.ephemeral_storage = math.ceil(qty)
+        elif name == PODS:
+            res.allowed_pod_number = math.ceil(qty)
+        else:
+            res.scalar[name] = math.ceil(qty)
+    return res
+
+
+def compute_node_accounting(spec: Mapping[str, Any], status: Mapping[str, Any]) -> tuple[Resource, int, int]:
+    """(requests, non-zero cpu, non-zero memory) a node counts for a pod, in-place resize status included."""
+    try:
+        requests, non_zero = node_accounted_requests(spec, status, _is_tracked)
+    except ResourceListError as exc:
+        raise ParseError(str(exc)) from exc
+    nz = resource_from_map({k: v for k, v in non_zero.items() if k in (CPU, MEMORY)})
+    return resource_from_map(requests), nz.milli_cpu, nz.memory
+
+
+def _is_tracked(name: str) -> bool:
+    return name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource_name(name)
 
 
 def _int_field(value: Any, where: str) -> int:
@@ -531,6 +578,11 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     if not isinstance(claims, list):
         raise ParseError("spec.resourceClaims: expected a list")
     has_affinity, required_anti = _pod_affinity_flags(affinity)
+    accounted = None
+    if uses_status_resources(spec, status):
+        accounted = compute_node_accounting(spec, status)
+        if accounted == (requests, nz_cpu, nz_mem):
+            accounted = None
     return PodInfo(
         uid=str(meta.get("uid") or f"{namespace}/{meta['name']}"),
         namespace=namespace,
@@ -569,6 +621,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         preempted_by_scheduler=_preempted_by_scheduler(status),
         owner_uid=owner_uid,
         owner_api_version=owner_api_version,
+        accounted=accounted,
     )
 
 
@@ -683,9 +736,15 @@ class NodeInfo:
     def add_pod(self, pod: PodInfo) -> None:
         self.memo.clear()
         self.pods[pod.uid] = pod
-        self.requested.add(pod.requests)
-        self.non_zero_cpu += pod.non_zero_cpu
-        self.non_zero_memory += pod.non_zero_memory
+        if pod.accounted is None:
+            self.requested.add(pod.requests)
+            self.non_zero_cpu += pod.non_zero_cpu
+            self.non_zero_memory += pod.non_zero_memory
+        else:
+            requests, nz_cpu, nz_mem = pod.accounted
+            self.requested.add(requests)
+            self.non_zero_cpu += nz_cpu
+            self.non_zero_memory += nz_mem
         for hp in pod.host_ports:
             self.used_ports.add(hp)
         if pod.has_pod_affinity:
@@ -703,9 +762,15 @@ class NodeInfo:
         if pod is None:
             return None
         self.memo.clear()
-        self.requested.sub(pod.requests)
-        self.non_zero_cpu -= pod.non_zero_cpu
-        self.non_zero_memory -= pod.non_zero_memory
+        if pod.accounted is None:
+            self.requested.sub(pod.requests)
+            self.non_zero_cpu -= pod.non_zero_cpu
+            self.non_zero_memory -= pod.non_zero_memory
+        else:
+            requests, nz_cpu, nz_mem = pod.accounted
+            self.requested.sub(requests)
+            self.non_zero_cpu -= nz_cpu
+            self.non_zero_memory -= nz_mem
         for hp in pod.host_ports:
             self.used_ports.remove(hp)
         self.pods_with_affinity.pop(uid, None)

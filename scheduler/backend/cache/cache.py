@@ -77,7 +77,7 @@ def pod_update_action(old: PodInfo, new: PodInfo) -> ActionType:
     action = ActionType(0)
     if old.labels != new.labels:
         action |= ActionType.UPDATE_POD_LABEL
-    if _scaled_down(old.requests, new.requests):
+    if _scaled_down(old.accounted_requests, new.accounted_requests):
         action |= ActionType.UPDATE_POD_SCALE_DOWN
     if old.tolerations != new.tolerations:
         action |= ActionType.UPDATE_POD_TOLERATION
