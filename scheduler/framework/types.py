@@ -283,6 +283,7 @@ class PodInfo:
     affinity: JSON | None = None
     images: tuple[str, ...] = ()
     num_containers: int = 0
+    image_volumes: tuple[str, ...] = ()  # normalized spec.volumes[].image.reference (ImageVolume, GA)
     nominated_node_name: str = ""
     scheduling_gates: tuple[str, ...] = ()
     preemption_policy: str = "PreemptLowerPriority"
@@ -516,6 +517,15 @@ def _volumes(spec: Mapping[str, Any], pod_name: str) -> tuple[tuple[JSON, ...], 
     return tuple(kept), tuple(claims)
 
 
+def _image_volumes(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """Normalized references of image volumes (an image volume counts even with an empty reference)."""
+    out: list[str] = []
+    for vol in spec.get("volumes") or ():
+        if isinstance(vol, dict) and isinstance(vol.get("image"), dict):
+            out.append(normalized_image_name(str(vol["image"].get("reference") or "")))
+    return tuple(out)
+
+
 def _pod_affinity_flags(affinity: Mapping[str, Any] | None) -> tuple[bool, bool]:
     """(has pod affinity or anti-affinity, has required anti-affinity terms)."""
     if not affinity:
@@ -561,6 +571,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         raise ParseError("spec.affinity: expected an object")
     images = [c.get("image") or "" for c in (spec.get("initContainers") or [])]
     images += [c.get("image") or "" for c in containers]
+    image_volumes = _image_volumes(spec)
     owner_kind = owner_name = owner_uid = owner_api_version = ""
     for ref in meta.get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller"):
@@ -602,6 +613,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         affinity=affinity or None,
         images=tuple(normalized_image_name(i) for i in images if i),
         num_containers=len(images),
+        image_volumes=image_volumes,
         nominated_node_name=str(status.get("nominatedNodeName") or ""),
         scheduling_gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or []),
         preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
@@ -638,7 +650,7 @@ class NodeRecord:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     allocatable: Resource = field(default_factory=Resource)
-    images: dict[str, int] = field(default_factory=dict)  # normalized image name -> size in bytes
+    images: dict[str, int] = field(default_factory=dict)  # image name as status.images lists it -> size in bytes
     zone: str = ""
     resource_version: str = ""
 
@@ -661,7 +673,9 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
     for img in status.get("images") or []:
         size = _int_field(img.get("sizeBytes"), "status.images[].sizeBytes")
         for name in img.get("names") or []:
-            images[normalized_image_name(str(name))] = size
+            # Stored as listed (upstream normalizes only the pod's image names, so a node listing "nginx"
+            # holds no "nginx:latest"); a name listed twice keeps its first size, as the cache's first add.
+            images.setdefault(str(name), size)
     return NodeRecord(
         name=str(meta["name"]),
         labels=labels,
