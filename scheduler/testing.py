@@ -7,9 +7,10 @@ They read like sentences, as upstream's st.MakePod() does:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from scheduler.backend.cache.objects import ClusterObjects
@@ -431,6 +432,14 @@ class StaticHandle:
 
     def snapshot(self) -> Snapshot:
         return self._snapshot
+
+    @contextlib.contextmanager
+    def evaluating(self, snapshot: Snapshot) -> Iterator[None]:
+        outer, self._snapshot = self._snapshot, snapshot
+        try:
+            yield
+        finally:
+            self._snapshot = outer
 
     @property
     def binder(self) -> Binder:

@@ -298,3 +298,21 @@ def test_simulate_never_overcommits(nodes: list[tuple[str, int, int, int]], pods
         assert cpu <= c * 1000
         assert mem <= m * 1024
         assert count <= p
+
+
+def test_explain_scores_images_on_the_explained_snapshot() -> None:
+    """A pod no cycle has scheduled gets ImageLocality from the snapshot being explained, not an empty one."""
+    docs = [
+        make_node("a").image("registry.example/big:latest", 800 * 2**20).obj(),
+        make_node("b").obj(),
+        make_pod("other", "ns").scheduler_name("default-scheduler").image("registry.example/big").obj(),
+    ]
+    result = simulate(docs)
+    expl = result.explain("ns", "other")
+    scores = {v.node: dict(v.scores)["ImageLocality"] for v in expl.nodes}
+    # 100 * (800Mi * 1/2 - 23Mi) / (1000Mi - 23Mi) = 38 on the node holding the image
+    assert scores == {"a": 38, "b": 0}
+    assert expl.best == ["a"]
+    assert result.scheduler is not None
+    for fwk in result.scheduler.profiles.values():  # afterwards plugins see the scheduler's snapshot again
+        assert fwk.handle is not None and fwk.handle.snapshot() is result.scheduler.snapshot

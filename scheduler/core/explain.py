@@ -7,6 +7,7 @@ feasible node, and names the pods holding a clashing host port.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,7 +101,9 @@ def _without_pod(snapshot: Snapshot, pod: PodInfo) -> Snapshot:
             info = info.clone()
             info.remove_pod(pod.uid)
         infos.append(info)
-    return Snapshot.from_node_infos(infos)
+    out = Snapshot.from_node_infos(infos, snapshot.image_states)
+    out.node_image_states = dict(snapshot.node_image_states)
+    return out
 
 
 def explain_pod(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
@@ -109,7 +112,11 @@ def explain_pod(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation
     A pod the fail-closed guard refuses still gets every node's verdict, but its message is the guard's
     and no node is "best": pyscheduler will not place it.
     """
-    expl = _explain(fwk, pod, snapshot)
+    snap = _without_pod(snapshot, pod)
+    # Plugins that read the handle's snapshot (ImageLocality's node counts, ...) must see the one explained,
+    # not whatever the last scheduling cycle left in it.
+    with fwk.handle.evaluating(snap) if fwk.handle is not None else contextlib.nullcontext():
+        expl = _explain(fwk, pod, snap)
     if not pod.node_name:
         findings = find_unsupported(pod, fwk.upstream_plugins, fwk.plugins)
         if findings:
@@ -119,8 +126,7 @@ def explain_pod(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation
     return expl
 
 
-def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
-    snap = _without_pod(snapshot, pod)
+def _explain(fwk: Framework, pod: PodInfo, snap: Snapshot) -> Explanation:
     expl = Explanation(pod=pod.key, profile=fwk.profile_name, current_node=pod.node_name)
     state = CycleState()
     nodes: list[NodeInfo] = snap.node_info_list

@@ -61,6 +61,7 @@ def build_framework(profile: Profile, handle: Handle, observer: Observer | None 
         percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
         observer=observer,
         upstream_plugins=frozenset(n for n in UPSTREAM_PLUGIN_NAMES if upstream_runs(profile, n)),
+        handle=handle,
     )
 
 

@@ -9,9 +9,10 @@ from its watches, the in-memory one from a file (`run_until_idle`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
 from scheduler.backend.cache.cache import Cache
@@ -62,9 +63,20 @@ class SchedulerHandle:
 
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
+        self._evaluated: Snapshot | None = None
 
     def snapshot(self) -> Snapshot:
-        return self._scheduler.snapshot
+        evaluated = self._evaluated
+        return self._scheduler.snapshot if evaluated is None else evaluated
+
+    @contextlib.contextmanager
+    def evaluating(self, snapshot: Snapshot) -> Iterator[None]:
+        """Plugins see `snapshot` until the block ends (explanations; nested blocks restore the outer one)."""
+        outer, self._evaluated = self._evaluated, snapshot
+        try:
+            yield
+        finally:
+            self._evaluated = outer
 
     @property
     def binder(self) -> _Binder:

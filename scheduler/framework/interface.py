@@ -9,6 +9,7 @@ over 5000 nodes stays one Python loop per plugin instead of one call per node an
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import Flag, auto
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -140,6 +141,11 @@ class Handle(Protocol):
     """What plugins may use from the scheduler: the current snapshot, the binder, the other cluster objects."""
 
     def snapshot(self) -> Snapshot: ...
+
+    def evaluating(self, snapshot: Snapshot) -> AbstractContextManager[None]:
+        """Make `snapshot()` return `snapshot` inside the `with` block: an explanation evaluates a snapshot of
+        its own, and plugins reading the handle's snapshot must see that one, not the last cycle's."""
+        ...
 
     @property
     def binder(self) -> Binder: ...

@@ -21,6 +21,7 @@ from scheduler.framework.interface import (
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
+    Handle,
     PermitPlugin,
     Plugin,
     PostBindPlugin,
@@ -107,13 +108,16 @@ class Framework:
         percentage_of_nodes_to_score: int | None = None,
         observer: Observer | None = None,
         upstream_plugins: frozenset[str] = frozenset(),
+        handle: Handle | None = None,
     ) -> None:
         """`points` maps an extension point name to the ordered plugin names enabled there.
 
         `upstream_plugins`: the default plugins kube-scheduler would run (PreFilter/Filter) for this
         profile; the fail-closed guard refuses pods needing one of them that pyscheduler lacks.
+        `handle`: the Handle the plugins were built with (explanations point it at their own snapshot).
         """
         self.profile_name = profile_name
+        self.handle = handle
         self.upstream_plugins = upstream_plugins
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.observer = observer or Observer()
