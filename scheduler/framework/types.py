@@ -309,6 +309,10 @@ class PodInfo:
     # in-place resize status (allocated/actuated resources) and pod-level requests, as upstream's
     # PodInfo.CalculateResource. None for the usual pod, whose node accounting is its spec requests.
     accounted: tuple[Resource, int, int] | None = None
+    # (requests, non-zero cpu, non-zero memory) without the pod-level requests, for a pod that sets them: what
+    # NodeResourcesFit scores with (upstream builds Fit's scorer without the PodLevelResources gate, so its
+    # PodRequests skips spec.resources; BalancedAllocation's scorer has it). None for the usual pod.
+    container_requests: tuple[Resource, int, int] | None = None
     # Per-pod data a plugin derived from the fields above (parsed affinity terms, selectors...), keyed by the
     # plugin's name. Shared by the assumed copy (`with_node`): it depends on the spec only.
     derived: dict[str, Any] = field(default_factory=dict)
@@ -371,8 +375,11 @@ def _aggregate(regular: list[Resource], init: list[tuple[Resource, bool]]) -> Re
     return reqs
 
 
-def compute_pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
-    """Return (requests, non-zero cpu, non-zero memory) for a pod spec, sidecar- and overhead-aware."""
+def compute_pod_requests(spec: Mapping[str, Any], *, pod_level: bool = True) -> tuple[Resource, int, int]:
+    """Return (requests, non-zero cpu, non-zero memory) for a pod spec, sidecar- and overhead-aware.
+
+    `pod_level=False` ignores spec.resources (PodRequests with SkipPodLevelResources).
+    """
     containers = spec.get("containers") or []
     init_containers = spec.get("initContainers") or []
     regular = [_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(containers)]
@@ -385,12 +392,12 @@ def compute_pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
         [_non_missing(c, r) for c, r in zip(containers, regular, strict=True)],
         [(_non_missing(c, r), side) for c, (r, side) in zip(init_containers, init, strict=True)],
     )
-    pod_level = (spec.get("resources") or {}).get("requests")
-    if pod_level:
-        level = Resource.from_list(pod_level, "spec.resources.requests")
-        if CPU in pod_level:
+    pod_level_requests = (spec.get("resources") or {}).get("requests") if pod_level else None
+    if pod_level_requests:
+        level = Resource.from_list(pod_level_requests, "spec.resources.requests")
+        if CPU in pod_level_requests:
             reqs.milli_cpu = non_zero.milli_cpu = level.milli_cpu
-        if MEMORY in pod_level:
+        if MEMORY in pod_level_requests:
             reqs.memory = non_zero.memory = level.memory
         for name, qty in level.scalar.items():
             if name.startswith("hugepages-"):
@@ -589,6 +596,11 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     if not isinstance(claims, list):
         raise ParseError("spec.resourceClaims: expected a list")
     has_affinity, required_anti = _pod_affinity_flags(affinity)
+    container_requests = None
+    if (spec.get("resources") or {}).get("requests"):
+        container_requests = compute_pod_requests(spec, pod_level=False)
+        if container_requests == (requests, nz_cpu, nz_mem):
+            container_requests = None
     accounted = None
     if uses_status_resources(spec, status):
         accounted = compute_node_accounting(spec, status)
@@ -634,6 +646,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         owner_uid=owner_uid,
         owner_api_version=owner_api_version,
         accounted=accounted,
+        container_requests=container_requests,
     )
 
 
