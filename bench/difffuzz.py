@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=20, help="number of scenarios (default 20)")
     p.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     p.add_argument("--features", default="", help="extra generator features, comma separated, or 'all'")
-    p.add_argument("--max-nodes", type=int, default=10, help="nodes per scenario, at most (default 10)")
+    p.add_argument("--max-nodes", type=int, default=12, help="nodes per scenario, at most (default 12)")
     p.add_argument("--max-pending", type=int, default=8, help="pending pods per scenario, at most (default 8)")
     p.add_argument("--json", type=Path, help="write the report (summary and every difference) here")
     p.add_argument("--work-dir", type=Path, help="keep the control plane's data and the schedulers' logs here")

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import ssl
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,11 +43,11 @@ from tests.diff.scenario import RUN_LABEL, Scenario
 
 JSON = dict[str, Any]
 PREEMPTION_SUFFIX = " preemption:"
-PROBE_LABEL = "difffuzz.pyscheduler.io/probe"
+SYNC_LABEL = "difffuzz.pyscheduler.io/sync"
+SYNC_ROUNDS = 30
 REQUEST_TIMEOUT = 30.0
 OUTCOME_TIMEOUT = 60.0
 POLL = 0.02
-_NODE_COUNT = re.compile(r"^0/(\d+) nodes are available")
 
 
 class ApiError(RuntimeError):
@@ -151,9 +150,11 @@ class ScenarioResult:
     outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)  # pod -> tag -> outcome
     differences: list[Difference] = field(default_factory=list)
     seconds: float = 0.0
+    sync_rounds: int = 0  # probe rounds until every scheduler saw every node (1 unless a watch lagged)
 
     def count(self, predicate: str) -> int:
         """Pods whose kube-scheduler outcome is "bound", "pending" or "scored" (bound with score lines)."""
+
         def matches(o: Outcome) -> bool:
             if predicate == "bound":
                 return o.node is not None
@@ -266,8 +267,7 @@ class DiffRunner:
         result = ScenarioResult(scenario)
         try:
             await self._create(scenario)
-            for sched in self.schedulers:
-                await self._sync(sched, len(scenario.nodes), scenario.seed)
+            result.sync_rounds = await self._sync(scenario)
             for manifest in scenario.pending:
                 base = f"s{scenario.seed}-{manifest['metadata']['name']}"
                 by_tag: dict[str, Outcome] = {}
@@ -289,7 +289,7 @@ class DiffRunner:
             await api.call("POST", _namespaced_path(obj, self.namespace), obj)
         for node in scenario.nodes:  # one at a time: both watches must see the same order
             labelled = json.loads(json.dumps(node))
-            labelled["metadata"]["labels"].update({RUN_LABEL: self.run_id, **self.extra_node_labels})
+            labelled["metadata"]["labels"].update({RUN_LABEL: self.run_id, SYNC_LABEL: "0", **self.extra_node_labels})
             await api.call("POST", "/api/v1/nodes", labelled)
 
         async def bound(pod: Any) -> None:
@@ -303,35 +303,60 @@ class DiffRunner:
 
         await asyncio.gather(*(bound(p) for p in scenario.existing))
 
-    async def _sync(self, sched: SchedulerUnderTest, nodes: int, seed: int) -> None:
-        """Wait until the scheduler sees every node of the scenario (and, later in its pod watch, every pod)."""
-        deadline = time.monotonic() + OUTCOME_TIMEOUT
-        seen: int | None = None
-        while time.monotonic() < deadline:
-            self._probe_count += 1
-            name = f"s{seed}-probe{self._probe_count}-{sched.tag}"
-            probe = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": name},
-                "spec": {
-                    "schedulerName": sched.scheduler_name,
-                    "nodeSelector": {PROBE_LABEL: "never"},
-                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-                    "terminationGracePeriodSeconds": 0,
-                },
-            }
-            await self.api.call("POST", self.pods_path, probe)
-            try:
-                outcome = await self._outcome(sched, name, want_log=False)
-            finally:
-                await self.api.delete(f"{self.pods_path}/{name}")
-            match = _NODE_COUNT.match(outcome.message or "")
-            seen = int(match.group(1)) if match else None
-            if seen == nodes:
-                return
-            await asyncio.sleep(0.05)
-        raise TimeoutError(f"{sched.scheduler_name} saw {seen} nodes, not {nodes}, within {OUTCOME_TIMEOUT:.0f} s")
+    async def _sync(self, scenario: Scenario) -> int:
+        """Make sure every scheduler sees every node of the scenario, with fresh snapshot clones.
+
+        A probe pod per scheduler tolerates every taint, selects nodes by the sync label and asks for more cpu
+        than any node has, so its message reads `0/N nodes are available: N Insufficient cpu.` exactly when the
+        scheduler sees all N nodes with the current label (and, later in its pod watch, every bound pod). A
+        probe scheduled before a node event arrived has cloned some nodes into the scheduler's snapshot with
+        image counts of the moment (upstream keeps those until the node changes, and so does pyscheduler): so
+        when any probe comes too early, every node is relabelled and all probes run again, until one round
+        finds all schedulers synced.
+        """
+        names = scenario.node_names()
+        for round_ in range(SYNC_ROUNDS):  # nodes carry SYNC_LABEL=<round> during the round
+            synced = True
+            for sched in self.schedulers:
+                if not await self._probe(sched, scenario.seed, len(names), str(round_)):
+                    synced = False
+                    break
+            if synced:
+                return round_ + 1
+            patch = {"metadata": {"labels": {SYNC_LABEL: str(round_ + 1)}}}
+            await asyncio.gather(
+                *(
+                    self.api.call("PATCH", f"/api/v1/nodes/{n}", patch, content_type="application/merge-patch+json")
+                    for n in names
+                )
+            )
+            await asyncio.sleep(0.05 * (round_ + 1))  # give the watches a moment before the next round
+        raise TimeoutError(f"the schedulers did not all see the {len(names)} nodes in {SYNC_ROUNDS} rounds")
+
+    async def _probe(self, sched: SchedulerUnderTest, seed: int, nodes: int, value: str) -> bool:
+        self._probe_count += 1
+        name = f"s{seed}-probe{self._probe_count}-{sched.tag}"
+        probe = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "schedulerName": sched.scheduler_name,
+                "nodeSelector": {SYNC_LABEL: value},
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [
+                    {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "100000"}}}
+                ],
+                "terminationGracePeriodSeconds": 0,
+            },
+        }
+        await self.api.call("POST", self.pods_path, probe)
+        try:
+            outcome = await self._outcome(sched, name, want_log=False)
+        finally:
+            await self.api.delete(f"{self.pods_path}/{name}")
+        message = outcome.message or ""
+        return message.startswith(f"0/{nodes} nodes are available:") and "node affinity/selector" not in message
 
     async def _attempt(self, sched: SchedulerUnderTest, manifest: JSON, name: str) -> Outcome:
         pod = json.loads(json.dumps(manifest))
@@ -397,6 +422,7 @@ _RESOURCES = {
     "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
     "ReplicationController": "/api/v1/namespaces/{ns}/replicationcontrollers",
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "RuntimeClass": "/apis/node.k8s.io/v1/runtimeclasses",
 }
 
 
@@ -423,6 +449,7 @@ def summarize(results: Iterable[ScenarioResult]) -> JSON:
         "outcomes_bound": sum(r.count("bound") for r in results),
         "outcomes_pending": sum(r.count("pending") for r in results),
         "outcomes_scored": sum(r.count("scored") for r in results),
+        "resynced_scenarios": sum(1 for r in results if r.sync_rounds > 1),
         "differences": sum(len(r.differences) for r in results),
         "differences_by_kind": kinds,
         "seconds": round(sum(r.seconds for r in results), 1),

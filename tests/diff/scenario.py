@@ -87,8 +87,8 @@ POD_IMAGES: tuple[str, ...] = (
     PAUSE_IMAGE,
     "registry.example/absent:9",
 )
-CPUS = ("1", "2", "4", "8", "3500m", "500m")
-MEMORIES = ("1Gi", "2Gi", "4Gi", "8Gi", "16Gi", "3000Mi")
+CPUS = ("1", "2", "4", "8", "3500m")
+MEMORIES = ("2Gi", "4Gi", "8Gi", "16Gi", "3000Mi")
 GPU = "example.com/gpu"
 FPGA = "example.com/fpga"
 HUGEPAGES = "hugepages-2Mi"
@@ -102,6 +102,7 @@ class Features:
     image_volumes: bool = True  # spec.volumes[].image
     pod_level_resources: bool = True  # spec.resources.requests
     sidecars: bool = True  # init containers with restartPolicy Always
+    overhead: bool = True  # a RuntimeClass with podFixed overhead, which admission copies into spec.overhead
     # Hooks for plugins being built; turn on when the plugin lands (pyscheduler fails closed on them now).
     pod_affinity: bool = False  # required/preferred podAffinity and podAntiAffinity terms
     spread_constraints: bool = False  # topologySpreadConstraints (DoNotSchedule/ScheduleAnyway)
@@ -151,13 +152,14 @@ class Scenario:
 class Generator:
     """Draws one scenario; every random choice goes through `self.rng`."""
 
-    def __init__(self, seed: int, features: Features, *, max_nodes: int = 10, max_pending: int = 8) -> None:
+    def __init__(self, seed: int, features: Features, *, max_nodes: int = 12, max_pending: int = 8) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
         self.features = features
         self.max_nodes = max_nodes
         self.max_pending = max_pending
         self.prefix = f"s{seed}"
+        self.runtime_class = f"{self.prefix}-sandboxed"
 
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
@@ -178,7 +180,7 @@ class Generator:
         taints: dict[tuple[str, str], JSON] = {}
         for taint in TAINTS:
             if self.chance(
-                0.15 if taint["effect"] == "PreferNoSchedule" else 0.07
+                0.15 if taint["effect"] == "PreferNoSchedule" else 0.05
             ):  # a (key, effect) pair may appear once on a node: the first one drawn stays
                 taints.setdefault((taint["key"], taint["effect"]), copy.deepcopy(taint))
         if taints:
@@ -240,15 +242,15 @@ class Generator:
             requests["memory"] = rng.choice(
                 ("64Mi", "256Mi", "512Mi", "1Gi", "2Gi") + (("6Gi", "12Gi") if heavy else ())
             )
-        if self.chance(0.1):
+        if self.chance(0.06):
             requests["ephemeral-storage"] = rng.choice(("1Gi", "20Gi", "80Gi"))
         if self.chance(0.15):
             # A limit without a request becomes the request (API defaulting).
             limits["cpu"] = rng.choice(("200m", "2"))
-        if self.chance(0.08):
+        if self.chance(0.05):
             n = str(rng.randint(1, 3))
             limits[GPU] = n  # extended resources: requests equal limits (defaulted from the limit)
-        if self.chance(0.05):
+        if self.chance(0.03):
             limits[FPGA] = "1"
         if self.chance(0.05):
             limits[HUGEPAGES] = "32Mi"
@@ -301,6 +303,8 @@ class Generator:
                 sidecar["restartPolicy"] = "Always"
                 init.insert(rng.randint(0, 1), sidecar)
             spec["initContainers"] = init
+        if self.features.overhead and self.chance(0.1):
+            spec["runtimeClassName"] = self.runtime_class
         if self.features.image_volumes and self.chance(0.15):
             spec["volumes"] = [
                 {"name": "model", "image": {"reference": rng.choice(POD_IMAGES), "pullPolicy": "IfNotPresent"}}
@@ -313,6 +317,9 @@ class Generator:
         rng = self.rng
         spec = self.pod_spec(heavy=False)
         spec["nodeName"] = node
+        if self.chance(0.05):
+            spec["hostNetwork"] = True
+            spec["containers"][0]["ports"] = [{"containerPort": 53, "protocol": "UDP"}, {"containerPort": 9153}]
         spec["schedulerName"] = "difffuzz-nobody"
         manifest: JSON = {
             "apiVersion": "v1",
@@ -528,13 +535,23 @@ class Generator:
         names = sc.node_names()
         index = 0
         for name in names:
-            for _ in range(rng.choice((0, 0, 1, 1, 2, 3))):
+            for _ in range(rng.choice((0, 0, 1, 1, 2))):
                 sc.existing.append(self.existing_pod(index, name))
                 index += 1
         for i in range(rng.randint(2, self.max_pending)):
             sc.pending.append(self.pending_pod(i, names))
         if self.features.owners:
             sc.objects.extend(self.owners(sc.pending))
+        if self.features.overhead:
+            sc.cluster_objects.append(
+                {
+                    "apiVersion": "node.k8s.io/v1",
+                    "kind": "RuntimeClass",
+                    "metadata": {"name": self.runtime_class},
+                    "handler": "sandboxed",
+                    "overhead": {"podFixed": {"cpu": "250m", "memory": "120Mi"}},
+                }
+            )
         if self.features.priorities:
             sc.cluster_objects.extend(
                 {
@@ -548,7 +565,7 @@ class Generator:
         return sc
 
 
-def generate(seed: int, features: Features | None = None, *, max_nodes: int = 10, max_pending: int = 8) -> Scenario:
+def generate(seed: int, features: Features | None = None, *, max_nodes: int = 12, max_pending: int = 8) -> Scenario:
     """The scenario of a seed (same seed and features, same scenario)."""
     return Generator(seed, features or Features(), max_nodes=max_nodes, max_pending=max_pending).scenario()
 
