@@ -21,6 +21,9 @@ Compared per pending pod: bound vs pending; the pending message up to upstream's
 (pyscheduler has no PostFilter yet) and the condition reason; for bound pods the scored plugins, the scored
 (= feasible) nodes, every plugin's score per node, every node's total, the evaluated/feasible counts, and that
 each scheduler picked one of its top-scoring nodes (not which one: ties are broken at random).
+
+A difference that a deliberate divergence accounts for (KNOWN_DIFFERENCES, recognized from the scenario) is
+kept but marked `explained`; everything else is a bug to fix.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from typing import Any
 
 import aiohttp
 
+from scheduler.framework.types import HostPort, conflicts, parse_pod
 from scheduler.plugins.registry import REGISTRY
 from tests.diff.klog import LogIndex, PodLog
-from tests.diff.scenario import RUN_LABEL, Scenario
+from tests.diff.scenario import OWNER_ANNOTATION, RUN_LABEL, Scenario
 
 JSON = dict[str, Any]
 PREEMPTION_SUFFIX = " preemption:"
@@ -139,9 +143,43 @@ class Difference:
     pod: str
     kind: str  # feasibility, message, reason, plugins, feasible-nodes, score, total, counts, pick, timeout
     detail: str
+    explained: str = ""  # why this difference is known and kept (see KNOWN_DIFFERENCES), empty when it is not
 
     def __str__(self) -> str:
-        return f"seed {self.seed} pod {self.pod}: {self.kind}: {self.detail}"
+        note = f" [explained: {self.explained}]" if self.explained else ""
+        return f"seed {self.seed} pod {self.pod}: {self.kind}: {self.detail}{note}"
+
+
+# Differences pyscheduler keeps on purpose, each recognized from the scenario so that only these are excused.
+SHARED_PORT_FREED = (
+    "a host port declared by two bound pods on one node, one of which ended (Succeeded/Failed): upstream's "
+    "HostPortInfo is a set, so removing the ended pod frees the port although the other pod still declares "
+    "it; pyscheduler counts holders and keeps it taken (deliberate, tests/plugins/test_host_port_info.py)"
+)
+KNOWN_DIFFERENCES = (SHARED_PORT_FREED,)
+
+
+def shared_ports_freed_upstream(scenario: Scenario) -> list[HostPort]:
+    """Host ports upstream wrongly frees: declared by 2+ bound pods of one node, at least one of them ended."""
+    by_node: dict[str, dict[HostPort, list[bool]]] = {}
+    for bound in scenario.existing:
+        info = parse_pod(bound.manifest)
+        ended = (bound.status or {}).get("phase") in ("Succeeded", "Failed")
+        ports = by_node.setdefault(info.node_name, {})
+        for hp in set(info.host_ports):
+            ports.setdefault(hp, []).append(ended)
+    return [hp for ports in by_node.values() for hp, ended in ports.items() if len(ended) >= 2 and any(ended)]
+
+
+def explain(scenario: Scenario, manifest: JSON, differences: list[Difference]) -> None:
+    """Mark the differences a known, deliberate divergence accounts for (KNOWN_DIFFERENCES)."""
+    freed = shared_ports_freed_upstream(scenario)
+    if not freed:
+        return
+    wanted = parse_pod(manifest).host_ports
+    if any(conflicts(w, f) for w in wanted for f in freed):
+        for d in differences:
+            d.explained = SHARED_PORT_FREED
 
 
 @dataclass
@@ -151,6 +189,9 @@ class ScenarioResult:
     differences: list[Difference] = field(default_factory=list)
     seconds: float = 0.0
     sync_rounds: int = 0  # probe rounds until every scheduler saw every node (1 unless a watch lagged)
+
+    def unexplained(self) -> list[Difference]:
+        return [d for d in self.differences if not d.explained]
 
     def count(self, predicate: str) -> int:
         """Pods whose kube-scheduler outcome is "bound", "pending" or "scored" (bound with score lines)."""
@@ -255,6 +296,7 @@ class DiffRunner:
         self.run_id = run_id
         self.extra_node_labels = dict(extra_node_labels or {})
         self._probe_count = 0
+        self._owners: dict[str, JSON] = {}  # object name -> ownerReference, for the scenario's objects
 
     @property
     def pods_path(self) -> str:
@@ -275,7 +317,9 @@ class DiffRunner:
                     by_tag[sched.tag] = await self._attempt(sched, manifest, f"{base}-{sched.tag}")
                 result.outcomes[base] = by_tag
                 up, py = (by_tag[s.tag] for s in self.schedulers)
-                result.differences.extend(compare(scenario.seed, base, up, py))
+                found = compare(scenario.seed, base, up, py)
+                explain(scenario, manifest, found)
+                result.differences.extend(found)
         finally:
             await self._cleanup(scenario)
             result.seconds = time.monotonic() - start
@@ -285,15 +329,24 @@ class DiffRunner:
         api = self.api
         for obj in scenario.cluster_objects:
             await api.call("POST", _cluster_path(obj), obj)
+        self._owners = {}
         for obj in scenario.objects:
-            await api.call("POST", _namespaced_path(obj, self.namespace), obj)
+            created = await api.call("POST", _namespaced_path(obj, self.namespace), obj)
+            meta = created["metadata"]
+            self._owners[meta["name"]] = {
+                "apiVersion": obj["apiVersion"],
+                "kind": obj["kind"],
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+            }
         for node in scenario.nodes:  # one at a time: both watches must see the same order
             labelled = json.loads(json.dumps(node))
             labelled["metadata"]["labels"].update({RUN_LABEL: self.run_id, SYNC_LABEL: "0", **self.extra_node_labels})
             await api.call("POST", "/api/v1/nodes", labelled)
 
         async def bound(pod: Any) -> None:
-            created = await api.call("POST", self.pods_path, pod.manifest)
+            created = await api.call("POST", self.pods_path, self._owned(pod.manifest))
             if pod.status is not None:
                 name = created["metadata"]["name"]
                 patch = {"status": pod.status}
@@ -302,6 +355,14 @@ class DiffRunner:
                 )
 
         await asyncio.gather(*(bound(p) for p in scenario.existing))
+
+    def _owned(self, manifest: JSON) -> JSON:
+        """A copy of the pod manifest with the ownerReference its OWNER_ANNOTATION names (generator hook)."""
+        pod: JSON = json.loads(json.dumps(manifest))
+        owner = (pod["metadata"].get("annotations") or {}).get(OWNER_ANNOTATION)
+        if owner is not None:
+            pod["metadata"]["ownerReferences"] = [self._owners[owner]]
+        return pod
 
     async def _sync(self, scenario: Scenario) -> int:
         """Make sure every scheduler sees every node of the scenario, with fresh snapshot clones.
@@ -359,7 +420,7 @@ class DiffRunner:
         return message.startswith(f"0/{nodes} nodes are available:") and "node affinity/selector" not in message
 
     async def _attempt(self, sched: SchedulerUnderTest, manifest: JSON, name: str) -> Outcome:
-        pod = json.loads(json.dumps(manifest))
+        pod = self._owned(manifest)
         pod["metadata"]["name"] = name
         pod["spec"]["schedulerName"] = sched.scheduler_name
         await self.api.call("POST", self.pods_path, pod)
@@ -439,7 +500,7 @@ def summarize(results: Iterable[ScenarioResult]) -> JSON:
     results = list(results)
     kinds: dict[str, int] = {}
     for r in results:
-        for d in r.differences:
+        for d in r.unexplained():
             kinds[d.kind] = kinds.get(d.kind, 0) + 1
     return {
         "scenarios": len(results),
@@ -450,7 +511,8 @@ def summarize(results: Iterable[ScenarioResult]) -> JSON:
         "outcomes_pending": sum(r.count("pending") for r in results),
         "outcomes_scored": sum(r.count("scored") for r in results),
         "resynced_scenarios": sum(1 for r in results if r.sync_rounds > 1),
-        "differences": sum(len(r.differences) for r in results),
+        "differences": sum(len(r.unexplained()) for r in results),
+        "explained_differences": sum(len(r.differences) - len(r.unexplained()) for r in results),
         "differences_by_kind": kinds,
         "seconds": round(sum(r.seconds for r in results), 1),
     }

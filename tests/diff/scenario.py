@@ -32,6 +32,7 @@ REGION_LABEL = "topology.kubernetes.io/region"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 RUN_LABEL = "difffuzz.pyscheduler.io/run"
 APP_LABEL = "app"
+OWNER_ANNOTATION = "difffuzz.pyscheduler.io/owner"  # the runner makes it an ownerReference to that ReplicaSet
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 MB = 1000 * 1000
 
@@ -512,7 +513,11 @@ class Generator:
         return out
 
     def owners(self, pods: list[JSON]) -> list[JSON]:
-        """Hook (system default spreading, InterPodAffinity namespaces): Services and ReplicaSets by app label."""
+        """Hook (PodTopologySpread's system defaults, InterPodAffinity): Services selecting app=web/db and
+        ReplicaSets for app=web/cache owning most of their pods. The runner turns OWNER_ANNOTATION into an
+        ownerReference once the ReplicaSet exists (its uid is the server's). The ReplicaSets have 0 replicas:
+        run without the replicaset controller (bench/difffuzz.py starts no controller-manager), which would
+        otherwise delete the pods they own."""
         objects: list[JSON] = []
         for app in ("web", "db"):
             objects.append(
@@ -523,6 +528,27 @@ class Generator:
                     "spec": {"selector": {APP_LABEL: app}, "ports": [{"port": 80}]},
                 }
             )
+        for app in ("web", "cache"):
+            name = f"{self.prefix}-{app}"
+            objects.append(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "replicas": 0,
+                        "selector": {"matchLabels": {APP_LABEL: app}},
+                        "template": {
+                            "metadata": {"labels": {APP_LABEL: app}},
+                            "spec": {"containers": [{"name": "c", "image": PAUSE_IMAGE}]},
+                        },
+                    },
+                }
+            )
+            for pod in pods:
+                meta = pod["metadata"]
+                if meta["labels"].get(APP_LABEL) == app and self.chance(0.7):
+                    meta.setdefault("annotations", {})[OWNER_ANNOTATION] = name
         return objects
 
     # ------------------------------------------------------------------ the scenario
@@ -541,7 +567,7 @@ class Generator:
         for i in range(rng.randint(2, self.max_pending)):
             sc.pending.append(self.pending_pod(i, names))
         if self.features.owners:
-            sc.objects.extend(self.owners(sc.pending))
+            sc.objects.extend(self.owners([p.manifest for p in sc.existing] + sc.pending))
         if self.features.overhead:
             sc.cluster_objects.append(
                 {

@@ -8,8 +8,16 @@ from pathlib import Path
 import pytest
 
 from tests.diff.klog import BOUND, FINAL_SCORE, PLUGIN_SCORED, LogIndex, PodLog, parse_line
-from tests.diff.runner import Outcome, compare, without_preemption
-from tests.diff.scenario import Features, generate
+from tests.diff.runner import (
+    SHARED_PORT_FREED,
+    Difference,
+    Outcome,
+    compare,
+    explain,
+    shared_ports_freed_upstream,
+    without_preemption,
+)
+from tests.diff.scenario import ExistingPod, Features, Scenario, generate
 
 UPSTREAM_LINE = (
     'I1130 22:58:35.988932   27074 schedule_one.go:984] "Plugin scored node for pod" pod="ns/p-up" '
@@ -206,3 +214,24 @@ def test_generated_nodes_and_pods_are_well_formed() -> None:
             ):
                 for field in term.get("matchFields", []):
                     assert len(field["values"]) == 1
+
+
+def _port_pod(name: str, node: str | None, port: int, phase: str | None = None) -> ExistingPod:
+    spec: dict[str, object] = {"containers": [{"name": "c", "ports": [{"containerPort": port, "hostPort": port}]}]}
+    if node is not None:
+        spec["nodeName"] = node
+    return ExistingPod({"metadata": {"name": name}, "spec": spec}, {"phase": phase} if phase else None)
+
+
+def test_shared_port_freed_upstream_is_explained_only_when_it_applies() -> None:
+    """A port two bound pods share on a node, one of them ended, excuses differences of pods wanting it."""
+    sc = Scenario(1, existing=[_port_pod("a", "n1", 53, "Failed"), _port_pod("b", "n1", 53), _port_pod("c", "n2", 80)])
+    assert shared_ports_freed_upstream(sc) == [("0.0.0.0", "TCP", 53)]
+    wants_53 = [Difference(1, "p", "message", "x")]
+    explain(sc, _port_pod("p", None, 53).manifest, wants_53)
+    assert wants_53[0].explained == SHARED_PORT_FREED
+    wants_80 = [Difference(1, "q", "message", "x")]
+    explain(sc, _port_pod("q", None, 80).manifest, wants_80)
+    assert not wants_80[0].explained
+    both_alive = Scenario(2, existing=[_port_pod("a", "n1", 53), _port_pod("b", "n1", 53)])
+    assert shared_ports_freed_upstream(both_alive) == []
