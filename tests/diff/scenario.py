@@ -2,16 +2,18 @@
 
 A `Scenario` is plain API objects: Ready nodes (status included: nodes may be created with their status),
 pods already bound to them (`spec.nodeName`, optionally with an in-place resize status or a terminal phase
-written through `pods/status`), and pending pods without a `schedulerName` (the runner creates each pending
-pod once per scheduler). `generate(seed, features)` draws every choice from `random.Random(seed)`, so a seed
-names a scenario for good.
+written through `pods/status`), pending pods without a `schedulerName` (the runner creates each pending pod
+once per scheduler), and the other objects they need (a RuntimeClass with pod overhead). `generate(seed,
+features)` draws every choice from `random.Random(seed)`, so a seed names a scenario for good (a feature turned
+on draws extra numbers only after the default ones, so default scenarios keep their seeds).
 
 What varies: zones/regions and labels, taints of every effect, capacities (cpu, memory, pods,
 ephemeral-storage, extended resources, hugepages), cordoned nodes, images on nodes (aliases, untagged names,
-one name with different sizes on different nodes); existing pods with labels, requests, host ports, sidecars
-and resize statuses; pending pods with requests/limits, init containers and sidecars, pod-level requests,
-host ports and hostNetwork, nodeSelector, required and preferred node affinity (every operator, matchFields),
-tolerations, container images and image volumes.
+one name with different sizes on different nodes); bound pods with labels, requests, host ports, hostNetwork,
+sidecars, RuntimeClass overhead, resize statuses and Succeeded/Failed phases; pending pods with requests and
+limits, init containers and sidecars, pod-level requests, RuntimeClass overhead, host ports and hostNetwork,
+nodeSelector, required and preferred node affinity (every operator, matchFields), tolerations, container
+images and image volumes.
 
 Hooks for the plugins that are being built (`Features`, off by default): pod (anti-)affinity terms, topology
 spread constraints, Services and ReplicaSets owning pods, and priorities. Turn one on when its plugin lands;
