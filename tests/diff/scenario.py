@@ -4,8 +4,8 @@ A `Scenario` is plain API objects: Ready nodes (status included: nodes may be cr
 pods already bound to them (`spec.nodeName`, optionally with an in-place resize status or a terminal phase
 written through `pods/status`), pending pods without a `schedulerName` (the runner creates each pending pod
 once per scheduler), and the other objects they need (a RuntimeClass with pod overhead). `generate(seed,
-features)` draws every choice from `random.Random(seed)`, so a seed names a scenario for good (a feature turned
-on draws extra numbers only after the default ones, so default scenarios keep their seeds).
+features)` draws every choice from `random.Random(seed)`, so a seed and a feature set name a scenario for good
+(a feature that is off draws no number, so adding a hook leaves the default scenario of every seed unchanged).
 
 What varies: zones/regions and labels, taints of every effect, capacities (cpu, memory, pods,
 ephemeral-storage, extended resources, hugepages), cordoned nodes, images on nodes (aliases, untagged names,
