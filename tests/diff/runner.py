@@ -345,16 +345,17 @@ class DiffRunner:
             labelled["metadata"]["labels"].update({RUN_LABEL: self.run_id, SYNC_LABEL: "0", **self.extra_node_labels})
             await api.call("POST", "/api/v1/nodes", labelled)
 
-        async def bound(pod: Any) -> None:
-            created = await api.call("POST", self.pods_path, self._owned(pod.manifest))
+        # Bound pods one at a time, then their statuses, always in the same order: the order events reach the
+        # caches can matter (a pod that ends frees its host ports in upstream's set, see SHARED_PORT_FREED).
+        for pod in scenario.existing:
+            await api.call("POST", self.pods_path, self._owned(pod.manifest))
+        for pod in scenario.existing:
             if pod.status is not None:
-                name = created["metadata"]["name"]
+                name = pod.manifest["metadata"]["name"]
                 patch = {"status": pod.status}
                 await api.call(
                     "PATCH", f"{self.pods_path}/{name}/status", patch, content_type="application/merge-patch+json"
                 )
-
-        await asyncio.gather(*(bound(p) for p in scenario.existing))
 
     def _owned(self, manifest: JSON) -> JSON:
         """A copy of the pod manifest with the ownerReference its OWNER_ANNOTATION names (generator hook)."""
