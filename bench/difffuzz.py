@@ -3,8 +3,8 @@
 One control plane (etcd + kube-apiserver), both schedulers started once and kept for the whole run, one
 namespace; scenario after scenario (seeds `--seed` .. `--seed + --count - 1`, see tests/diff/scenario.py)
 is created, each pending pod is scheduled by kube-scheduler then by pyscheduler on the same cluster, and the
-outcomes are compared (tests/diff/runner.py): bound vs pending, the pending message up to upstream's
-` preemption:` suffix, the feasible nodes, every plugin's score per node and the totals.
+outcomes are compared (tests/diff/runner.py): bound vs pending, the whole pending message, the feasible
+nodes, every plugin's score per node and the totals.
 
     .venv/bin/python -m bench.difffuzz --count 500 --seed 1 --json bench/results/difffuzz.json
     bash scripts/difffuzz.sh --count 500          # the same, after the venv/binaries setup

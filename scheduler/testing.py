@@ -7,16 +7,15 @@ They read like sentences, as upstream's st.MakePod() does:
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.backend.cache.snapshot import Snapshot
-from scheduler.framework.interface import Binder
+from scheduler.framework.interface import Binder, WaitingPodView
 from scheduler.framework.objects import ObjectLister
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import (
     REGION_LABEL,
     ZONE_LABEL,
@@ -92,6 +91,25 @@ class PodBuilder:
 
     def priority(self, value: int) -> PodBuilder:
         self._spec["priority"] = value
+        return self
+
+    def start_time(self, timestamp: str) -> PodBuilder:
+        """status.startTime (RFC 3339), as the kubelet reports it; preemption ranks victims by it."""
+        self._obj["status"]["startTime"] = timestamp
+        return self
+
+    def preemption_policy(self, policy: str) -> PodBuilder:
+        self._spec["preemptionPolicy"] = policy
+        return self
+
+    def condition(self, type_: str, status: str, reason: str = "", message: str = "") -> PodBuilder:
+        """Add a status condition (e.g. DisruptionTarget True PreemptionByScheduler)."""
+        cond: JSON = {"type": type_, "status": status}
+        if reason:
+            cond["reason"] = reason
+        if message:
+            cond["message"] = message
+        self._obj["status"].setdefault("conditions", []).append(cond)
         return self
 
     def terminating(self) -> PodBuilder:
@@ -373,6 +391,13 @@ class NodeBuilder:
         self._obj["status"]["capacity"].update(res)
         return self
 
+    def allocatable(self, **resources: str) -> NodeBuilder:
+        """Set exactly these allocatable (and capacity) amounts; pods defaults to 32 as upstream's MakeNode."""
+        res = {"pods": "32", **{k.replace("_", "-"): v for k, v in resources.items()}}
+        self._obj["status"]["allocatable"] = dict(res)
+        self._obj["status"]["capacity"] = dict(res)
+        return self
+
     def extended(self, name: str, quantity: str) -> NodeBuilder:
         self._obj["status"]["allocatable"][name] = quantity
         self._obj["status"]["capacity"][name] = quantity
@@ -433,14 +458,6 @@ class StaticHandle:
     def snapshot(self) -> Snapshot:
         return self._snapshot
 
-    @contextlib.contextmanager
-    def evaluating(self, snapshot: Snapshot) -> Iterator[None]:
-        outer, self._snapshot = self._snapshot, snapshot
-        try:
-            yield
-        finally:
-            self._snapshot = outer
-
     @property
     def binder(self) -> Binder:
         raise NotImplementedError("plugin unit tests do not bind")
@@ -448,6 +465,15 @@ class StaticHandle:
     @property
     def objects(self) -> ObjectLister:
         return self._objects
+
+    def get_waiting_pod(self, uid: str) -> WaitingPodView | None:
+        return None
+
+    def iterate_over_waiting_pods(self) -> list[WaitingPodView]:
+        return []
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return False
 
 
 def node_info(node: NodeBuilder, *pods: PodBuilder) -> NodeInfo:

@@ -9,17 +9,17 @@ over 5000 nodes stays one Python loop per plugin instead of one call per node an
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import Flag, auto
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from scheduler.framework.fit_error import NodeToStatus
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.backend.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -36,6 +36,19 @@ class CycleState(dict[str, Any]):
         self.skip_score_plugins: set[str] = set()
         # Upstream times each plugin only in a sample of cycles (pluginMetricsSamplePercent = 10).
         self.record_plugin_metrics = False
+
+    def clone(self) -> CycleState:
+        """A copy for a what-if evaluation (nominated pods added, preemption victims removed): upstream's
+        CycleState.Clone. Values with a `clone()` method are cloned (state that a PreFilter extension's
+        add_pod/remove_pod mutates must have one); other values are shared and must not be mutated."""
+        other = CycleState()
+        other.skip_filter_plugins = set(self.skip_filter_plugins)
+        other.skip_score_plugins = set(self.skip_score_plugins)
+        other.record_plugin_metrics = self.record_plugin_metrics
+        for key, value in self.items():
+            clone = getattr(value, "clone", None)
+            other[key] = clone() if callable(clone) else value
+        return other
 
 
 @dataclass(slots=True)
@@ -57,6 +70,9 @@ class PreFilterResult:
 
 @dataclass(slots=True)
 class PostFilterResult:
+    """What a PostFilter plugin (preemption) asks for the pod: nominate it to this node (ModeOverride; ""
+    clears a nomination). A None result leaves the pod's nomination as it is (ModeNoop)."""
+
     nominated_node_name: str = ""
 
 
@@ -137,21 +153,57 @@ class Binder(Protocol):
     async def bind(self, pod: PodInfo, node_name: str) -> Status | None: ...
 
 
+class WaitingPodView(Protocol):
+    """A pod parked at Permit (upstream framework.WaitingPod): allow or reject it from any plugin code."""
+
+    @property
+    def pod(self) -> PodInfo: ...
+
+    def pending_plugins(self) -> list[str]:
+        """The Permit plugins that have not allowed the pod yet."""
+        ...
+
+    def allow(self, plugin: str) -> None:
+        """`plugin` lets the pod go; it binds once every waiting plugin allowed it."""
+        ...
+
+    def reject(self, plugin: str, message: str) -> None:
+        """Fail the pod's attempt: it goes back to the queue as unschedulable with `message`."""
+        ...
+
+
+class PodNominator(Protocol):
+    """The pods nominated to run on nodes (upstream fwk.PodNominator), as Filter runs read them."""
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+    def has_nominations(self) -> bool: ...
+
+
 class Handle(Protocol):
-    """What plugins may use from the scheduler: the current snapshot, the binder, the other cluster objects."""
+    """What plugins may use from the scheduler (upstream framework.Handle, the parts pyscheduler has).
+
+    - `snapshot()`: the snapshot of the running scheduling cycle (read-only);
+    - `binder`: the write DefaultBinder uses;
+    - `objects`: Namespaces, PVCs, ConfigMaps... of the kinds the plugin declared in `object_kinds`;
+    - waiting pods: Permit plugins that return WAIT find their pods again here to allow or reject them.
+    """
 
     def snapshot(self) -> Snapshot: ...
-
-    def evaluating(self, snapshot: Snapshot) -> AbstractContextManager[None]:
-        """Make `snapshot()` return `snapshot` inside the `with` block: an explanation evaluates a snapshot of
-        its own, and plugins reading the handle's snapshot must see that one, not the last cycle's."""
-        ...
 
     @property
     def binder(self) -> Binder: ...
 
     @property
     def objects(self) -> ObjectLister: ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPodView | None: ...
+
+    def iterate_over_waiting_pods(self) -> Sequence[WaitingPodView]: ...
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject a waiting pod (as upstream RejectWaitingPod); False when it was not waiting."""
+        ...
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -185,16 +237,50 @@ class ExplainDetail:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class FixCandidate:
+    """A change that might let a pod schedule, proposed by the plugin that rejected it somewhere.
+
+    The explain engine never trusts the proposal: it applies `pod` (to the pod) and/or `snapshot` (to the
+    cluster's nodes) to copies, re-runs every PreFilter/Filter on every node, and reports the nodes that
+    become feasible. Candidates with the same `key` are one change; of those, the one with the largest
+    `magnitude` is kept (e.g. the largest request that still fits somewhere). `data` is the change in
+    structured form for JSON (`{"toleration": {...}}`, `{"resource": "cpu", "request": "1500m"}`...).
+    """
+
+    key: str
+    kind: str
+    description: str
+    pod: Callable[[PodInfo], PodInfo] | None = None
+    snapshot: Callable[[Snapshot], Snapshot] | None = None
+    magnitude: float = 0.0
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
 class ExplainExtensions:
     """Filter plugins that can say more about a node than their reason string (which pods hold the port, the
-    domain counts behind a skew...). `pyscheduler explain` calls it for every node it evaluates, after the
-    plugin's own PreFilter/Filter ran on the same CycleState; `status` is the plugin's verdict (None: pass).
+    domain counts behind a skew...) and propose what would make the pod fit. `pyscheduler explain` calls
+    both for every node it evaluates, after the plugin's own PreFilter/Filter ran on the same CycleState;
+    `status` is the plugin's verdict (None: pass).
     """
 
     def explain_node(
         self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status | None
     ) -> list[ExplainDetail]:
         return []
+
+    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
+        """Changes that could lift this plugin's rejection of `node` (called only for rejected nodes)."""
+        return []
+
+
+class ObjectEventHandler:
+    """Plugins that react when an object of one of their `object_kinds` changes (e.g. a Permit plugin that
+    allows waiting pods once a ConfigMap says so). Called after the object store is updated; must be cheap
+    and must not block (it runs on the scheduler's loop)."""
+
+    def on_object_event(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        """event_type is ADDED, MODIFIED, DELETED, or None for an object from a LIST."""
 
 
 class QueueSortPlugin(Plugin):
@@ -240,8 +326,10 @@ class FilterPlugin(Plugin):
 
 class PostFilterPlugin(Plugin):
     def post_filter(
-        self, state: CycleState, pod: PodInfo, node_to_status: Mapping[str, Status]
+        self, state: CycleState, pod: PodInfo, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
+        """Try to make an unschedulable pod schedulable later (preemption). `node_to_status` holds every
+        node's Filter verdict (absent nodes share `node_to_status.absent_nodes_status`)."""
         raise NotImplementedError
 
 

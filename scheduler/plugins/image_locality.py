@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
-from scheduler.backend.cache.snapshot import ImageStates
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, ScorePlugin
+from scheduler.framework.snapshot import ImageStates
 from scheduler.framework.types import NodeInfo, PodInfo
 
 NAME: Final = "ImageLocality"

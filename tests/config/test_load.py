@@ -35,6 +35,7 @@ IMPLEMENTS: dict[str, frozenset[str]] = {
     "NodeAffinity": frozenset({"pre_filter", "filter", "pre_score", "score"}),
     "NodePorts": frozenset({"pre_filter", "filter"}),
     "NodeResourcesFit": frozenset({"pre_filter", "filter", "pre_score", "score"}),
+    "DefaultPreemption": frozenset({"pre_enqueue", "post_filter"}),
     "NodeResourcesBalancedAllocation": frozenset({"pre_score", "score"}),
     "ImageLocality": frozenset({"score"}),
     "DefaultBinder": frozenset({"bind"}),
@@ -541,6 +542,7 @@ def test_default_multi_point_order_and_weights() -> None:
         ("NodeAffinity", 2),
         ("NodePorts", None),
         ("NodeResourcesFit", 1),
+        ("DefaultPreemption", None),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("DefaultBinder", None),
@@ -687,7 +689,7 @@ def test_null_values_mean_unset() -> None:
 # Plugin merge semantics
 
 DEFAULT_EXPANSION: dict[str, list[tuple[str, int | None]]] = {
-    "pre_enqueue": [("SchedulingGates", None)],
+    "pre_enqueue": [("SchedulingGates", None), ("DefaultPreemption", None)],
     "queue_sort": [("PrioritySort", None)],
     "pre_filter": [("NodeAffinity", None), ("NodePorts", None), ("NodeResourcesFit", None)],
     "filter": [
@@ -698,7 +700,7 @@ DEFAULT_EXPANSION: dict[str, list[tuple[str, int | None]]] = {
         ("NodePorts", None),
         ("NodeResourcesFit", None),
     ],
-    "post_filter": [],
+    "post_filter": [("DefaultPreemption", None)],
     "pre_score": [
         ("TaintToleration", None),
         ("NodeAffinity", None),
@@ -1173,7 +1175,7 @@ def test_non_utf8_file_names_the_file(tmp_path: Path) -> None:
     """A file that is not UTF-8 raises ConfigError naming it."""
     path = tmp_path / "bin.yaml"
     path.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(ConfigError, match=r"bin\.yaml: config file is not UTF-8"):
+    with pytest.raises(ConfigError, match=r"bin\.yaml: not UTF-8 text \(invalid byte at offset 0\)"):
         load_config_file(path, KNOWN, parse_args, env={})
 
 

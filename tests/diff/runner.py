@@ -17,8 +17,8 @@ One scenario:
    it. The cluster is the same for every attempt, so the outcomes must be the same;
 4. delete everything the scenario created and wait until it is gone.
 
-Compared per pending pod: bound vs pending; the pending message up to upstream's ` preemption:` suffix
-(pyscheduler has no PostFilter yet) and the condition reason; for bound pods the scored plugins, the scored
+Compared per pending pod: bound vs pending; the whole pending message (the ` preemption: ...` part included:
+both run DefaultPreemption) and the condition reason; for bound pods the scored plugins, the scored
 (= feasible) nodes, every plugin's score per node, every node's total, the evaluated/feasible counts, and that
 each scheduler picked one of its top-scoring nodes (not which one: ties are broken at random).
 
@@ -46,7 +46,6 @@ from tests.diff.klog import LogIndex, PodLog
 from tests.diff.scenario import OWNER_ANNOTATION, RUN_LABEL, Scenario
 
 JSON = dict[str, Any]
-PREEMPTION_SUFFIX = " preemption:"
 SYNC_LABEL = "difffuzz.pyscheduler.io/sync"
 SYNC_ROUNDS = 30
 REQUEST_TIMEOUT = 30.0
@@ -206,11 +205,6 @@ class ScenarioResult:
         return sum(1 for by_tag in self.outcomes.values() if matches(next(iter(by_tag.values()))))
 
 
-def without_preemption(message: str) -> str:
-    """Upstream's message up to its ` preemption: ...` part (pyscheduler has no PostFilter plugin yet)."""
-    return message.split(PREEMPTION_SUFFIX, 1)[0]
-
-
 def implemented_plugins() -> frozenset[str]:
     """The plugins pyscheduler has (its registry): only their scores can be compared with upstream's."""
     return frozenset(REGISTRY)
@@ -235,7 +229,7 @@ def compare(
         diff("feasibility", f"kube-scheduler: {up.summary()} | pyscheduler: {py.summary()}")
         return out
     if up.node is None:
-        if without_preemption(up.message or "") != (py.message or ""):
+        if up.message != py.message:
             diff("message", f"kube-scheduler: {up.message!r} | pyscheduler: {py.message!r}")
         if up.reason != py.reason:
             diff("reason", f"kube-scheduler: {up.reason} | pyscheduler: {py.reason}")

@@ -43,7 +43,8 @@ def _write_config(work_dir: Path, tag: str) -> Path:
 
 
 async def start_pyscheduler(control_plane: ControlPlane, work_dir: Path, tag: str = "diff") -> ManagedProcess:
-    """`pyscheduler run` at -v 10 (leader election off), ready when its /readyz answers 200."""
+    """`pyscheduler run` at -v 10 (leader election off), ready when its /readyz answers 200 (for bench runs; the
+    e2e tests use conftest's start_pyscheduler factory with `-v 10`)."""
     config = _write_config(work_dir, tag)
     port = free_port()
     argv = [
@@ -69,8 +70,8 @@ async def start_pyscheduler(control_plane: ControlPlane, work_dir: Path, tag: st
         while True:
             if not process.running():
                 raise RuntimeError(f"pyscheduler exited with {process.poll()}:\n{process.tail()}")
-            try:
-                async with session.get(f"http://127.0.0.1:{port}/readyz") as resp:
+            try:  # the secure port (a self-signed certificate); /readyz needs no token
+                async with session.get(f"https://127.0.0.1:{port}/readyz", ssl=False) as resp:
                     if resp.status == 200:
                         return process
             except (aiohttp.ClientError, TimeoutError):

@@ -15,7 +15,6 @@ from tests.diff.runner import (
     compare,
     explain,
     shared_ports_freed_upstream,
-    without_preemption,
 )
 from tests.diff.scenario import ExistingPod, Features, Scenario, generate
 
@@ -146,8 +145,8 @@ IMPLEMENTED = frozenset({"A", "B"})
                 reason="Unschedulable",
             ),
             Outcome(message="0/3 nodes are available: 3 Insufficient cpu.", reason="Unschedulable"),
-            [],
-            id="preemption-suffix-ignored",
+            ["message"],
+            id="preemption-suffix-compared",
         ),
         pytest.param(
             Outcome(message="0/3 nodes are available: 3 Insufficient cpu.", reason="Unschedulable"),
@@ -167,11 +166,6 @@ def test_upstream_only_plugin_scoring_zero_is_not_a_difference() -> None:
     up = _bound("n1", {("A", "n1"): 10, ("A", "n2"): 5, ("Upstream", "n1"): 0, ("Upstream", "n2"): 0})
     py = _bound("n1", {("A", "n1"): 10, ("A", "n2"): 5})
     assert compare(7, "p", up, py, IMPLEMENTED) == []
-
-
-def test_without_preemption() -> None:
-    assert without_preemption("0/1 nodes are available: x. preemption: y") == "0/1 nodes are available: x."
-    assert without_preemption("no suffix") == "no suffix"
 
 
 def test_generate_is_reproducible() -> None:

@@ -12,6 +12,10 @@ the ServiceAccount, to show that the rule is needed and that losing it gives a c
 the resource: an exit with the refused LIST for node reads, and for writes an error log line carrying the API
 server's `... is forbidden: User "system:serviceaccount:..." cannot <verb> resource "<resource>" ...` message
 (for pods/binding also the FailedScheduling event and PodScheduled condition).
+
+The secure port's delegation is proven the same way: without the ClusterRoleBinding to
+`system:auth-delegator` the scheduler cannot create TokenReviews, so `/metrics` fails closed (401, even for
+system:masters) with the refusal in the log, while the health checks stay open.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import new_client_from_config
 
 from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
-from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e import serving
+from tests.e2e.conftest import NodeFactory, PodFactory, PriorityClassFactory
 from tests.e2e.kube import JSON, get_pod, request_json, status_condition, wait_for, wait_for_pod_bound
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -84,6 +89,8 @@ class Release:
     service_account: str
     cluster_role: str
     rules: list[JSON]  # the ClusterRole's rules as installed
+    auth_delegator_binding: JSON  # the ClusterRoleBinding to system:auth-delegator, as rendered
+    metrics_reader: str  # the scrapers' ClusterRole (GET /metrics)
     sa_kubeconfig: Path  # the ServiceAccount's token; the scheduler's only credential
     config: Path  # the chart's rendered KubeSchedulerConfiguration
 
@@ -104,29 +111,45 @@ def _sa_kubeconfig(server: str, user: str, token: str) -> JSON:
     }
 
 
-def _only(docs: list[JSON], kind: str) -> JSON:
-    found = [d for d in docs if d.get("kind") == kind]
-    assert len(found) == 1, f"expected one {kind} in the release manifest, found {len(found)}"
+def _only(docs: list[JSON], kind: str, name_suffix: str = "") -> JSON:
+    """The one object of `kind` (whose name ends with `name_suffix`, "" meaning none of the known suffixes)."""
+    suffixes = ("-auth-delegator", "-metrics-reader", "-dashboard")
+
+    def wanted(name: str) -> bool:
+        return name.endswith(name_suffix) if name_suffix else not name.endswith(suffixes)
+
+    found = [d for d in docs if d.get("kind") == kind and wanted(d["metadata"]["name"])]
+    assert len(found) == 1, f"expected one {kind} {name_suffix} in the release manifest, found {len(found)}"
     return found[0]
 
 
 async def _can(api_client: ApiClient, user: str, namespace: str, verb: str, group: str, resource: str) -> bool:
-    """Would the authorizer let `user` (a ServiceAccount) do this? (SubjectAccessReview, asked as admin)."""
+    """Would the authorizer let `user` (a ServiceAccount) do this? (SubjectAccessReview, asked as admin).
+
+    A `resource` starting with "/" is a non-resource path (`nonResourceAttributes`).
+    """
     sa_namespace = user.split(":")[2]
-    resource, _, subresource = resource.partition("/")
-    review = {
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SubjectAccessReview",
-        "spec": {
-            "user": user,
-            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{sa_namespace}", "system:authenticated"],
+    attributes: JSON
+    if resource.startswith("/"):
+        attributes = {"nonResourceAttributes": {"path": resource, "verb": verb}}
+    else:
+        resource, _, subresource = resource.partition("/")
+        attributes = {
             "resourceAttributes": {
                 "namespace": namespace,
                 "verb": verb,
                 "group": group,
                 "resource": resource,
                 "subresource": subresource,
-            },
+            }
+        }
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": user,
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{sa_namespace}", "system:authenticated"],
+            **attributes,
         },
     }
     answer = await request_json(api_client, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=review)
@@ -167,7 +190,17 @@ async def release(
         sa_kubeconfig = work / "sa-kubeconfig"
         sa_kubeconfig.write_text(yaml.safe_dump(_sa_kubeconfig(control_plane.server, user, answer["status"]["token"])))
         sa_kubeconfig.chmod(0o600)
-        info = Release(name, namespace, service_account, cluster_role, installed["rules"], sa_kubeconfig, config)
+        info = Release(
+            name,
+            namespace,
+            service_account,
+            cluster_role,
+            installed["rules"],
+            _only(docs, "ClusterRoleBinding", "-auth-delegator"),
+            _only(docs, "ClusterRole", "-metrics-reader")["metadata"]["name"],
+            sa_kubeconfig,
+            config,
+        )
         # The ClusterRoleBinding was created a moment ago: wait until the authorizer has it.
         await wait_for(lambda: _can(client, user, "", "list", "", "nodes"), what=f"{user} to be allowed to list nodes")
         yield info
@@ -190,20 +223,27 @@ class SchedulerRun:
     process: ManagedProcess
     port: int
 
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
     def log(self) -> str:
         return self.process.log_path.read_text(encoding="utf-8", errors="replace")
+
+    async def request(
+        self, method: str, path: str, token: str | None = None, data: str | None = None
+    ) -> tuple[int, str]:
+        """`method path` on the secure port with `token` (None: no credential); (status, body)."""
+        return await serving.request(method, self.url + path, token=token, data=data)
 
     async def ready(self) -> bool:
         if not self.process.running():
             raise AssertionError(f"pyscheduler exited with {self.process.poll()}:\n{self.process.tail(60)}")
         try:
-            async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session,
-                session.get(f"http://127.0.0.1:{self.port}/readyz") as resp,
-            ):
-                return resp.status == 200
+            status, _ = await self.request("GET", "/readyz")  # open: no token needed
         except (aiohttp.ClientError, TimeoutError):
             return False
+        return status == 200
 
     async def wait_for_log(self, needle: str, *, within: float = 20.0) -> str:
         """Wait until the log contains `needle`; return the first line that does."""
@@ -231,7 +271,8 @@ class SchedulerRun:
         return code
 
 
-StartScheduler = Callable[[], Awaitable[SchedulerRun]]
+StartScheduler = Callable[..., Awaitable[SchedulerRun]]
+"""start(*extra_args): `pyscheduler run` as the chart's ServiceAccount, plus `extra_args`."""
 
 
 @pytest.fixture
@@ -239,7 +280,7 @@ def start_scheduler(release: Release, tmp_path: Path) -> Iterator[StartScheduler
     """Starts pyscheduler as the ServiceAccount (no other credential in its environment); stopped afterwards."""
     runs: list[SchedulerRun] = []
 
-    async def start() -> SchedulerRun:
+    async def start(*extra: str) -> SchedulerRun:
         port = free_port()
         argv = [
             sys.executable,
@@ -256,6 +297,7 @@ def start_scheduler(release: Release, tmp_path: Path) -> Iterator[StartScheduler
             "127.0.0.1",
             "-v",
             "2",
+            *extra,
         ]
         # Nothing to fall back on: no $KUBECONFIG, no in-cluster service-account environment.
         drop = {"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}
@@ -271,8 +313,8 @@ def start_scheduler(release: Release, tmp_path: Path) -> Iterator[StartScheduler
         run.process.stop()
 
 
-async def start_ready(start_scheduler: StartScheduler) -> SchedulerRun:
-    run = await start_scheduler()
+async def start_ready(start_scheduler: StartScheduler, *extra: str) -> SchedulerRun:
+    run = await start_scheduler(*extra)
     started = time.monotonic()
     await wait_for(run.ready, what="pyscheduler /readyz as the chart's ServiceAccount", within=30)
     print(f"pyscheduler ready as the ServiceAccount after {time.monotonic() - started:.2f} s")
@@ -477,3 +519,134 @@ async def test_without_events_create_no_event_is_written_and_the_log_says_why(
     assert 'cannot create resource \\"events\\" in API group \\"events.k8s.io\\"' in line, line
     assert await events_for(api_client, namespace, "p0", "Scheduled") == []
     await run.stop()
+
+
+# --------------------------------------------------------------------------------------------- without auth-delegator
+
+
+async def test_without_the_auth_delegator_binding_metrics_fail_closed(
+    release: Release, start_scheduler: StartScheduler, api_client: ApiClient, control_plane: ControlPlane
+) -> None:
+    """No `system:auth-delegator`: no TokenReview, so /metrics is 401 even for system:masters; health stays open."""
+    binding = release.auth_delegator_binding
+    path = f"{RBAC_API}/clusterrolebindings/{binding['metadata']['name']}"
+    user = release.user
+    await request_json(api_client, "DELETE", path)
+
+    async def cannot_review() -> bool:
+        return not await _can(api_client, user, "", "create", "authentication.k8s.io", "tokenreviews")
+
+    try:
+        await wait_for(cannot_review, what=f"{user} to lose create tokenreviews")
+        run = await start_ready(start_scheduler)
+        status, body = await run.request("GET", "/metrics", token=control_plane.token)
+        assert status == 401, body
+        assert '"reason":"Unauthorized"' in body
+        line = await run.wait_for_log("unable to authenticate the request")
+        assert 'cannot create resource \\"tokenreviews\\" in API group \\"authentication.k8s.io\\"' in line, line
+        assert (await run.request("GET", "/healthz"))[0] == 200
+        assert await run.stop() == 0
+    finally:
+        restored = {k: binding[k] for k in ("apiVersion", "kind", "metadata", "roleRef", "subjects")}
+        await request_json(api_client, "POST", f"{RBAC_API}/clusterrolebindings", body=restored)
+
+        async def can_review() -> bool:
+            return await _can(api_client, user, "", "create", "authentication.k8s.io", "tokenreviews")
+
+        await wait_for(can_review, what="the auth-delegator binding to be restored")
+
+
+# --------------------------------------------------------------------------------------------- preemption
+
+
+async def _preemption_setup(
+    namespace: str, create_node: NodeFactory, create_pod: PodFactory, create_priority_class: PriorityClassFactory
+) -> None:
+    """A node full of one low-priority pod and a high-priority pod that needs its room."""
+    low = await create_priority_class("rbac-low", 10)
+    high = await create_priority_class("rbac-high", 1000)
+    await create_node(f"{namespace}-n0", cpu="2")
+    await create_pod(
+        "victim",
+        scheduler_name="nobody",
+        node_name=f"{namespace}-n0",
+        requests={"cpu": "2"},
+        spec={"priorityClassName": low, "terminationGracePeriodSeconds": 30},
+    )
+    await create_pod("preemptor", requests={"cpu": "2"}, spec={"priorityClassName": high})
+
+
+async def test_preemption_runs_as_the_chart_service_account(
+    release: Release,
+    start_scheduler: StartScheduler,
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+    create_priority_class: PriorityClassFactory,
+) -> None:
+    """With the chart's rules: PDBs are read, the victim gets DisruptionTarget and is deleted, a Preempted
+    event is written and the preemptor is nominated; no 403 anywhere."""
+    run = await start_ready(start_scheduler)
+    await _preemption_setup(namespace, create_node, create_pod, create_priority_class)
+
+    async def victim_terminating() -> JSON | None:
+        pod = await get_pod(api_client, namespace, "victim")
+        return pod if pod["metadata"].get("deletionTimestamp") else None
+
+    victim = await wait_for(victim_terminating, what="the victim to be deleted", within=30)
+    cond = status_condition(victim, "DisruptionTarget")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler"), cond
+    event = await wait_for_event(api_client, namespace, "victim", "Preempted")
+    assert event["note"].startswith("Preempted by pod ") and event["reportingController"] == SCHEDULER_NAME
+
+    async def nominated() -> str | None:
+        status = (await get_pod(api_client, namespace, "preemptor")).get("status") or {}
+        return status.get("nominatedNodeName")
+
+    assert await wait_for(nominated, what="the preemptor's nominatedNodeName", within=20) == f"{namespace}-n0"
+    await asyncio.sleep(0.5)  # let any late write (and its error) reach the log
+    assert_never_forbidden(run.log())
+    assert await run.stop() == 0
+
+
+async def test_without_pods_delete_the_victim_stays_and_the_log_says_why(
+    start_scheduler: StartScheduler,
+    remove_rule: Callable[[Removal], Awaitable[None]],
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+    create_priority_class: PriorityClassFactory,
+) -> None:
+    """No `pods` delete: the preemption's DELETE is refused (logged with the 403 message); nothing is deleted."""
+    await remove_rule(Removal("delete", "", "pods"))
+    run = await start_ready(start_scheduler)
+    await _preemption_setup(namespace, create_node, create_pod, create_priority_class)
+    line = await run.wait_for_log("Tried to preempted pod")
+    assert (
+        "status=403" in line
+        and f'cannot delete resource \\"pods\\" in API group \\"\\" in the namespace \\"{namespace}\\"' in line
+    ), line
+    victim = await get_pod(api_client, namespace, "victim")
+    assert not victim["metadata"].get("deletionTimestamp")
+    assert not (await get_pod(api_client, namespace, "preemptor"))["spec"].get("nodeName")
+    await run.stop()
+
+
+async def test_without_pdb_reads_the_scheduler_exits_naming_poddisruptionbudgets(
+    start_scheduler: StartScheduler, remove_rule: Callable[[Removal], Awaitable[None]], release: Release
+) -> None:
+    """No policy `poddisruptionbudgets` list/watch: preemption could not weigh budgets, so pyscheduler refuses
+    to run (its informer's LIST is refused) and exits 1 naming the resource; it never schedules."""
+    await remove_rule(Removal("list", "policy", "poddisruptionbudgets"))
+    run = await start_scheduler()
+
+    async def exited() -> int | None:
+        return run.process.poll()
+
+    code = await wait_for(exited, what="pyscheduler to exit without PDB reads", within=30, interval=0.2)
+    log = run.log()
+    assert code == 1, f"exit code {code}:\n{log}"
+    assert f'User \\"{release.user}\\" cannot list resource \\"poddisruptionbudgets\\"' in log, log
+    assert "starting to schedule" not in log

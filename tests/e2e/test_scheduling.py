@@ -21,7 +21,7 @@ from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.watch import ClusterWatcher
 from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core.profile import build_scheduler, default_config
-from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, http_get, list_events, wait_for_event
+from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, list_events, wait_for_event
 from tests.e2e.kube import (
     JSON,
     get_pod,
@@ -81,10 +81,13 @@ async def test_pods_are_bound_with_scheduled_events(
 
     await wait_for(all_events, what="a Scheduled event per pod", within=20)
 
+    # HTTPS; the admin (system:masters) reads everything, health checks need no token.
     for path in ("/livez", "/healthz", "/readyz", "/metrics", "/configz"):
-        status, body = await http_get(pyscheduler.url + path)
+        status, body = await pyscheduler.request("GET", path)
         assert status == 200, (path, body)
-    _, configz = await http_get(pyscheduler.url + "/configz")
+    for path in ("/livez", "/healthz", "/readyz"):
+        assert (await pyscheduler.request("GET", path, token=""))[0] == 200, path
+    _, configz = await pyscheduler.request("GET", "/configz")
     assert '"schedulerName": "pyscheduler"' in configz or '"scheduler_name": "pyscheduler"' in configz
 
 
@@ -110,7 +113,11 @@ async def test_pods_of_other_schedulers_occupy_nodes(
 
     await create_pod("too-big", requests={"cpu": "4"})
     event = await wait_for_event(api_client, namespace, "too-big", "FailedScheduling")
-    assert event["note"] == "0/2 nodes are available: 2 Insufficient cpu."
+    # 4 cpus exceed the full node's allocatable (Unresolvable); on the free one only an equal-priority pod runs.
+    assert event["note"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+        "1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+    )
     assert not (await get_pod(api_client, namespace, "too-big"))["spec"].get("nodeName")
 
 
@@ -129,7 +136,10 @@ async def test_unschedulable_pod_gets_event_and_condition(
     await create_node(f"{namespace}-b", cpu="8", labels={"e2e/zone": "b"})
     created = await create_pod("stuck", requests={"cpu": "2"}, node_selector={"e2e/zone": "a"})
     # Node a: big enough in selector only; node b: big enough, wrong zone. Reasons sort as plain strings.
-    expected = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector."
+    expected = (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
 
     event = await wait_for_event(api_client, namespace, "stuck", "FailedScheduling")
     assert event["note"] == expected

@@ -4,7 +4,7 @@ Both schedulers run against the same API server, kube-scheduler with `--vmodule=
 pyscheduler at `-v 10`, so each logs `"Plugin scored node for pod" pod=... plugin=... node=... score=...` for
 every scored node (weighted, after normalization). Each pending pod is created once per scheduler on the same
 nodes and bound pods, one at a time, and deleted before the next (tests/diff/runner.py). Compared per pod: bound
-vs pending, the pending message (up to upstream's ` preemption:` suffix), the scored plugins, the feasible
+vs pending, the whole pending message (preemption part included), the scored plugins, the feasible
 (= scored) nodes, every plugin's score per node, each node's total, the evaluated/feasible counts, and that
 each scheduler bound the pod to one of its top-scoring nodes.
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +28,8 @@ from scheduler.testing import StaticHandle
 from tests.cluster.harness import ControlPlane
 from tests.diff.runner import Api, DiffRunner, ScenarioResult, SchedulerUnderTest, log_index, summarize
 from tests.diff.scenario import HOSTNAME_LABEL, MB, REGION_LABEL, ZONE_LABEL, ExistingPod, Scenario, generate
-from tests.diff.schedulers import PYSCHEDULER_NAME, UPSTREAM_SCHEDULER_NAME, start_pyscheduler, start_upstream
+from tests.diff.schedulers import PYSCHEDULER_NAME, PYSCHEDULER_VERBOSITY, UPSTREAM_SCHEDULER_NAME, start_upstream
+from tests.e2e.conftest import StartPyScheduler
 from tests.e2e.kube import OWNER_LABEL
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -46,22 +46,21 @@ def default_score_plugins() -> list[str]:
 
 
 @pytest.fixture
-async def runner(control_plane: ControlPlane, namespace: str, tmp_path: Path) -> AsyncIterator[DiffRunner]:
+async def runner(
+    control_plane: ControlPlane, namespace: str, start_pyscheduler: StartPyScheduler
+) -> AsyncIterator[DiffRunner]:
     """kube-scheduler and pyscheduler logging every score, and a DiffRunner over the test's namespace."""
     upstream = start_upstream(control_plane)
     api = Api(control_plane.server, control_plane.token)
     try:
-        ours = await start_pyscheduler(control_plane, tmp_path)
-        try:
-            schedulers = [
-                SchedulerUnderTest("up", UPSTREAM_SCHEDULER_NAME, log_index(upstream.log_path)),
-                SchedulerUnderTest("py", PYSCHEDULER_NAME, log_index(ours.log_path)),
-            ]
-            yield DiffRunner(
-                api, namespace, schedulers, run_id=secrets.token_hex(4), extra_node_labels={OWNER_LABEL: namespace}
-            )
-        finally:
-            ours.stop()
+        ours = await start_pyscheduler("-v", str(PYSCHEDULER_VERBOSITY))
+        schedulers = [
+            SchedulerUnderTest("up", UPSTREAM_SCHEDULER_NAME, log_index(upstream.log_path)),
+            SchedulerUnderTest("py", PYSCHEDULER_NAME, log_index(ours.process.log_path)),
+        ]
+        yield DiffRunner(
+            api, namespace, schedulers, run_id=secrets.token_hex(4), extra_node_labels={OWNER_LABEL: namespace}
+        )
     finally:
         await api.close()
         control_plane.stop_process("kube-scheduler")

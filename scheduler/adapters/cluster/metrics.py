@@ -94,6 +94,31 @@ class SchedulerMetrics(Observer):
             buckets=exponential_buckets(0.00001, 1.5, 20),
             registry=registry,
         )
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            registry=registry,
+        )
+        self.preemption_victims_histogram = Histogram(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims for preemption initiated by a single pod",
+            buckets=exponential_buckets(1, 2, 7),
+            registry=registry,
+        )
+        # Registered because SchedulerAsyncPreemption is on by default in v1.37 (metrics.Register).
+        self.preemption_goroutines_duration = Histogram(
+            "scheduler_preemption_goroutines_duration_seconds",
+            "Duration in seconds for running goroutines for the preemption.",
+            ["result"],
+            buckets=exponential_buckets(0.01, 2, 20),
+            registry=registry,
+        )
+        self.preemption_goroutines_total = Counter(
+            "scheduler_preemption_goroutines_execution",
+            "Number of preemption goroutines executed.",
+            ["result"],
+            registry=registry,
+        )
         self.rest_requests = Counter(
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -126,6 +151,13 @@ class SchedulerMetrics(Observer):
         )
         for entry in UNSUPPORTED:
             self.unsupported.labels(entry.feature)
+        self.plugin_errors = Counter(
+            "pyscheduler_plugin_errors",
+            "Plugin calls that raised or returned something malformed (that pod's attempt failed), by plugin and "
+            "extension point.",
+            ["plugin", "extension_point"],
+            registry=registry,
+        )
         self.leader = Gauge("pyscheduler_leader", "1 while this replica holds the leader lease.", registry=registry)
         self.build = Info("pyscheduler_build", "Build information.", registry=registry)
         self.build.info({"version": "0.1.0"})
@@ -151,6 +183,16 @@ class SchedulerMetrics(Observer):
             label = "15+" if attempts >= 15 else str(attempts)
             self.sli_duration.labels(label).observe(sli_seconds)
 
+    def preemption_attempt(self) -> None:
+        self.preemption_attempts.inc()
+
+    def preemption_victims(self, count: int) -> None:
+        self.preemption_victims_histogram.observe(count)
+
+    def preemption_goroutine(self, result: str, seconds: float) -> None:
+        self.preemption_goroutines_duration.labels(result).observe(seconds)
+        self.preemption_goroutines_total.labels(result).inc()
+
     def binding(self, seconds: float, ok: bool) -> None:
         if not ok:
             self.bind_errors.inc()
@@ -160,6 +202,9 @@ class SchedulerMetrics(Observer):
 
     def unsupported_pod(self, feature: str) -> None:
         self.unsupported.labels(feature).inc()
+
+    def plugin_error(self, plugin: str, point: str) -> None:
+        self.plugin_errors.labels(plugin, point).inc()
 
     def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
         """rest_client_requests_total and rest_client_request_duration_seconds for one API call."""

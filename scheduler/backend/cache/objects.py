@@ -86,12 +86,22 @@ class ClusterObjects:
     def count(self, kind: str) -> int:
         return len(self._store(kind))
 
+    def copy(self) -> ClusterObjects:
+        """A copy of the store (the object dicts themselves are shared: they are never mutated in place)."""
+        other = ClusterObjects()
+        other._objects = {kind: dict(store) for kind, store in self._objects.items()}
+        other._generations = dict(self._generations)
+        return other
+
     def counts(self) -> dict[str, int]:
         """Objects held per kind (for dumps and metrics)."""
         return {kind: len(store) for kind, store in self._objects.items() if store}
 
     def _store(self, kind: str) -> dict[tuple[str, str], JSON]:
-        try:
-            return self._objects[kind]
-        except KeyError:
-            raise KeyError(f"unknown object kind {kind!r}; known: {', '.join(sorted(KINDS))}") from None
+        store = self._objects.get(kind)
+        if store is None:
+            if kind not in KINDS:
+                raise KeyError(f"unknown object kind {kind!r}; known: {', '.join(sorted(KINDS))}")
+            store = self._objects[kind] = {}  # registered after this store was made (out-of-tree plugin)
+            self._generations[kind] = 0
+        return store
