@@ -8,10 +8,12 @@ Verbosity (`-v N`, changeable at runtime with `set_verbosity`, e.g. from PUT /de
   V(2)   scheduling decisions summary ("Successfully bound pod to node", ...): the recommended default
   V(4)   per-pod detail
   V(5+)  debug (`log.debug` counts as V(5)); kopf's own chatter from V(6)
+  V(10)  every plugin's score for every node ("Plugin scored node for pod", as kube-scheduler at -v=10)
 
-`log.log(V2, "msg", extra={...})` logs at V(2). A V(n) record is a stdlib record at level INFO - n; the root
-logger's level follows the verbosity so disabled calls cost one `isEnabledFor` check, and a handler filter
-drops the V levels that the coarse logger level still lets through (e.g. V(7) at -v 5, where DEBUG is on).
+`log.log(V2, "msg", extra={...})` logs at V(2). A V(n) record is a stdlib record at level INFO - n, except
+V(10), which sits just below DEBUG (INFO - 10 is DEBUG's own number, already V(5)); the root logger's level
+follows the verbosity so disabled calls cost one `isEnabledFor` check, and a handler filter drops the V
+levels that the coarse logger level still lets through (e.g. V(7) at -v 5, where DEBUG is on).
 
 Text, like klog:  I1129 19:00:00.123456   12345 scheduler.py:390] "Successfully bound pod to node" pod="ns/p"
 JSON, one object per line: {"ts": 1732906800.123, "caller": "scheduler.py:390", "level": "info", "v": 2,
@@ -35,13 +37,17 @@ MAX_V = 10
 
 
 def v_level(n: int) -> int:
-    """The stdlib level of a V(n) record: INFO for V(0), INFO - n above (V(10) is DEBUG's number)."""
-    return logging.INFO - max(0, min(n, logging.INFO - 1))
+    """The stdlib level of a V(n) record: INFO for V(0), INFO - n up to V(9), DEBUG - 1 for V(10)."""
+    n = max(0, min(n, MAX_V))
+    if n >= MAX_V:
+        return logging.DEBUG - 1
+    return logging.INFO - n
 
 
 V1, V2, V3, V4, V5 = v_level(1), v_level(2), v_level(3), v_level(4), v_level(5)
+V10 = v_level(10)
 
-for _n in range(1, MAX_V):
+for _n in range(1, MAX_V + 1):
     logging.addLevelName(v_level(_n), f"V{_n}")
 
 _lock = threading.Lock()
@@ -54,6 +60,8 @@ def record_v(record: logging.LogRecord) -> int:
         return 0
     if record.levelno == logging.DEBUG:
         return DEBUG_V
+    if record.levelno < logging.DEBUG:
+        return MAX_V
     return logging.INFO - record.levelno
 
 

@@ -414,8 +414,10 @@ class NodeBuilder:
         self._obj["spec"]["unschedulable"] = value
         return self
 
-    def image(self, name: str, size_bytes: int) -> NodeBuilder:
-        self._obj["status"].setdefault("images", []).append({"names": [name], "sizeBytes": size_bytes})
+    def image(self, name: str, size_bytes: int, *aliases: str) -> NodeBuilder:
+        """An entry of status.images: the image's names (name, then aliases) and its size."""
+        entry = {"names": [name, *aliases], "sizeBytes": size_bytes}
+        self._obj["status"].setdefault("images", []).append(entry)
         return self
 
     def obj(self) -> JSON:

@@ -600,3 +600,18 @@ def test_a_node_whose_only_affinity_match_is_a_victim_is_no_candidate() -> None:
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 node(s) didn't "
         "match pod affinity rules."
     )
+
+
+def test_explain_scores_images_on_the_explained_snapshot() -> None:
+    """A pod no cycle has scheduled gets ImageLocality from the snapshot being explained, not an empty one."""
+    docs = [
+        make_node("a").image("registry.example/big:latest", 800 * 2**20).obj(),
+        make_node("b").obj(),
+        make_pod("other", "ns").scheduler_name("default-scheduler").image("registry.example/big").obj(),
+    ]
+    result = simulate(docs)
+    expl = result.explain("ns", "other")
+    scores = {v.node: dict(v.scores)["ImageLocality"] for v in expl.nodes}
+    # 100 * (800Mi * 1/2 - 23Mi) / (1000Mi - 23Mi) = 38 on the node holding the image
+    assert scores == {"a": 38, "b": 0}
+    assert expl.best == ["a"]

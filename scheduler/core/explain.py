@@ -197,7 +197,9 @@ def _without_pod(snapshot: Snapshot, pod: PodInfo) -> Snapshot:
             info = info.clone()
             info.remove_pod(pod.uid)
         infos.append(info)
-    return Snapshot.from_node_infos(infos)
+    out = Snapshot.from_node_infos(infos, snapshot.image_states)
+    out.node_image_states = dict(snapshot.node_image_states)
+    return out
 
 
 def explain_pod(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:

@@ -28,11 +28,11 @@ from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
 from scheduler.core.api import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, AlreadyBoundError, PodGoneError
 from scheduler.framework.fit_error import Diagnosis, FitError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState
-from scheduler.framework.runtime import Framework
+from scheduler.framework.runtime import Framework, ScoreResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, error_status
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.logging_setup import V2
+from scheduler.logging_setup import V2, V10
 
 if TYPE_CHECKING:
     from scheduler.core.scheduler import Scheduler
@@ -219,6 +219,8 @@ class SchedulingAlgorithm:
         result, status = fwk.run_score(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
+        if log.isEnabledFor(V10):
+            log_scores(pod, nodes, result)
         return result.totals
 
     def select_host(self, nodes: list[NodeInfo], totals: list[int]) -> str:
@@ -228,6 +230,18 @@ class SchedulingAlgorithm:
         if len(winners) == 1:
             return nodes[winners[0]].name
         return nodes[winners[self.rng.randrange(len(winners))]].name
+
+
+def log_scores(pod: PodInfo, nodes: list[NodeInfo], result: ScoreResult) -> None:
+    """At V(10), each plugin's weighted score of each node, then each node's total, with kube-scheduler's
+    messages and keys (prioritizeNodes in schedule_one.go), so the two can be compared line by line."""
+    key = pod.key
+    for i, node in enumerate(nodes):
+        for plugin, scores in result.per_plugin:
+            fields = {"pod": key, "plugin": plugin, "node": node.name, "score": scores[i]}
+            log.log(V10, "Plugin scored node for pod", extra=fields)
+    for node, total in zip(nodes, result.totals, strict=True):
+        log.log(V10, "Calculated node's final score for pod", extra={"pod": key, "node": node.name, "score": total})
 
 
 # ---------------------------------------------------------------------------------------------------------

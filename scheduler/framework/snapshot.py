@@ -8,11 +8,29 @@ change under it even while watch events keep arriving.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from scheduler.framework.types import NodeInfo
+
+ImageStates = Mapping[str, tuple[int, int]]
+"""Image name (as node.status.images lists it) -> (size in bytes, number of nodes holding it)."""
+
+
+def count_image_states(infos: Iterable[NodeInfo]) -> dict[str, tuple[int, int]]:
+    """Image states over nodes taken in order: the first node listing a name fixes its size (as upstream's
+    cache does for nodes added in that order), every node holding it counts."""
+    sizes: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for info in infos:
+        if info.node is not None:
+            for image, size in info.node.images.items():
+                sizes.setdefault(image, size)
+                counts[image] = counts.get(image, 0) + 1
+    return {image: (size, counts[image]) for image, size in sizes.items()}
 
 
 class Snapshot:
-    """Node infos by name, the node list in nodeTree order, and how many nodes hold each image."""
+    """Node infos by name, the node list in nodeTree order, and the image states ImageLocality reads."""
 
     __slots__ = (
         "_list_index",
@@ -20,7 +38,8 @@ class Snapshot:
         "_list_of",
         "changed",
         "generation",
-        "image_num_nodes",
+        "image_states",
+        "node_image_states",
         "node_info_list",
         "node_info_map",
     )
@@ -28,7 +47,11 @@ class Snapshot:
     def __init__(self) -> None:
         self.node_info_map: dict[str, NodeInfo] = {}
         self.node_info_list: list[NodeInfo] = []
-        self.image_num_nodes: dict[str, int] = {}
+        # Image name -> (size, number of nodes) now; and per node the image states as they were when that
+        # node was last cloned into this snapshot (upstream's NodeInfo.ImageStates: a node that did not change
+        # keeps the counts of its last clone, see Cache.update_snapshot).
+        self.image_states: ImageStates = {}
+        self.node_image_states: dict[str, ImageStates] = {}
         self.generation = 0
         # Kept by Cache.update_snapshot: the names node_info_list was built from (and that list), plus a
         # lazily built name -> position index, so an unchanged node order is patched instead of remapped.
@@ -39,22 +62,26 @@ class Snapshot:
         self.changed: frozenset[str] = frozenset()
 
     @classmethod
-    def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
-        """A snapshot over the given node infos in the given order (for tests and simulations)."""
+    def from_node_infos(cls, infos: list[NodeInfo], image_states: ImageStates | None = None) -> Snapshot:
+        """A snapshot over the given node infos in the given order (for tests, simulations, explanations).
+
+        Every node sees the same image states: `image_states` when given (the cache's, so sizes follow the
+        order nodes were added), else counted over `infos` in list order.
+        """
         snap = cls()
         snap.node_info_list = list(infos)
         snap.node_info_map = {n.name: n for n in infos}
-        snap.recount_images()
+        snap.set_image_states(count_image_states(infos) if image_states is None else image_states)
         return snap
 
-    def recount_images(self) -> None:
-        """Recompute image -> number of nodes that hold it (ImageLocality's spread factor)."""
-        counts: dict[str, int] = {}
-        for info in self.node_info_list:
-            if info.node is not None:
-                for image in info.node.images:
-                    counts[image] = counts.get(image, 0) + 1
-        self.image_num_nodes = counts
+    def set_image_states(self, states: ImageStates) -> None:
+        """The same image states now and for every node (a snapshot built at once, not incrementally)."""
+        self.image_states = states
+        self.node_image_states = {n.name: states for n in self.node_info_list}
+
+    def images_of(self, node: NodeInfo) -> ImageStates:
+        """The image states ImageLocality uses for a node of this snapshot."""
+        return self.node_image_states.get(node.name, self.image_states)
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
@@ -75,7 +102,8 @@ class Snapshot:
         snap = Snapshot()
         snap.node_info_list = list(self.node_info_list)
         snap.node_info_map = dict(self.node_info_map)
-        snap.image_num_nodes = self.image_num_nodes
+        snap.image_states = self.image_states
+        snap.node_image_states = self.node_image_states
         snap._list_index = index
         recount = False
         for name, info in replacements.items():
@@ -88,7 +116,7 @@ class Snapshot:
             old_images = old.node.images if old.node is not None else {}
             new_images = info.node.images if info.node is not None else {}
             recount |= old_images.keys() != new_images.keys()
-        if recount:
-            snap.recount_images()
+        if recount:  # a what-if changed some node's images: count afresh for every node
+            snap.set_image_states(count_image_states(snap.node_info_list))
         snap.changed = self.changed | frozenset(n for n in replacements if n in index)
         return snap

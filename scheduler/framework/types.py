@@ -6,10 +6,17 @@ Raw API objects (JSON dicts) stay at the edge; each is parsed once per object ch
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from scheduler.framework.pod_resources import (
+    ResourceListError,
+    ResourceMap,
+    node_accounted_requests,
+    uses_status_resources,
+)
 from scheduler.framework.quantity import milli_value_of, value_of
 
 CPU = "cpu"
@@ -276,6 +283,7 @@ class PodInfo:
     affinity: JSON | None = None
     images: tuple[str, ...] = ()
     num_containers: int = 0
+    image_volumes: tuple[str, ...] = ()  # normalized spec.volumes[].image.reference (ImageVolume, GA)
     nominated_node_name: str = ""
     scheduling_gates: tuple[str, ...] = ()
     preemption_policy: str = "PreemptLowerPriority"
@@ -297,6 +305,14 @@ class PodInfo:
     preempted_by_scheduler: bool = False  # condition DisruptionTarget=True reason PreemptionByScheduler
     owner_uid: str = ""
     owner_api_version: str = ""
+    # What a node counts for this pod when it differs from (requests, non_zero_cpu, non_zero_memory): the
+    # in-place resize status (allocated/actuated resources) and pod-level requests, as upstream's
+    # PodInfo.CalculateResource. None for the usual pod, whose node accounting is its spec requests.
+    accounted: tuple[Resource, int, int] | None = None
+    # (requests, non-zero cpu, non-zero memory) without the pod-level requests, for a pod that sets them: what
+    # NodeResourcesFit scores with (upstream builds Fit's scorer without the PodLevelResources gate, so its
+    # PodRequests skips spec.resources; BalancedAllocation's scorer has it). None for the usual pod.
+    container_requests: tuple[Resource, int, int] | None = None
     # Per-pod data a plugin derived from the fields above (parsed affinity terms, selectors...), keyed by the
     # plugin's name. Shared by the assumed copy (`with_node`): it depends on the spec only.
     derived: dict[str, Any] = field(default_factory=dict)
@@ -304,6 +320,11 @@ class PodInfo:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def accounted_requests(self) -> Resource:
+        """The requests a node counts for the pod (status-aware; see `accounted`)."""
+        return self.requests if self.accounted is None else self.accounted[0]
 
     def with_node(self, node_name: str) -> PodInfo:
         """A copy placed on node_name (what AssumePod stores)."""
@@ -363,8 +384,11 @@ def _aggregate(regular: list[Resource], init: list[tuple[Resource, bool]]) -> Re
     return reqs
 
 
-def compute_pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
-    """Return (requests, non-zero cpu, non-zero memory) for a pod spec, sidecar- and overhead-aware."""
+def compute_pod_requests(spec: Mapping[str, Any], *, pod_level: bool = True) -> tuple[Resource, int, int]:
+    """Return (requests, non-zero cpu, non-zero memory) for a pod spec, sidecar- and overhead-aware.
+
+    `pod_level=False` ignores spec.resources (PodRequests with SkipPodLevelResources).
+    """
     containers = spec.get("containers") or []
     init_containers = spec.get("initContainers") or []
     regular = [_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(containers)]
@@ -377,12 +401,12 @@ def compute_pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
         [_non_missing(c, r) for c, r in zip(containers, regular, strict=True)],
         [(_non_missing(c, r), side) for c, (r, side) in zip(init_containers, init, strict=True)],
     )
-    pod_level = (spec.get("resources") or {}).get("requests")
-    if pod_level:
-        level = Resource.from_list(pod_level, "spec.resources.requests")
-        if CPU in pod_level:
+    pod_level_requests = (spec.get("resources") or {}).get("requests") if pod_level else None
+    if pod_level_requests:
+        level = Resource.from_list(pod_level_requests, "spec.resources.requests")
+        if CPU in pod_level_requests:
             reqs.milli_cpu = non_zero.milli_cpu = level.milli_cpu
-        if MEMORY in pod_level:
+        if MEMORY in pod_level_requests:
             reqs.memory = non_zero.memory = level.memory
         for name, qty in level.scalar.items():
             if name.startswith("hugepages-"):
@@ -394,6 +418,37 @@ def compute_pod_requests(spec: Mapping[str, Any]) -> tuple[Resource, int, int]:
         non_zero.milli_cpu += extra.milli_cpu
         non_zero.memory += extra.memory
     return reqs, non_zero.milli_cpu, non_zero.memory
+
+
+def resource_from_map(amounts: ResourceMap) -> Resource:
+    """A Resource from exact amounts (Resource.Add of a ResourceList): cpu in millicores, all rounded up."""
+    res = Resource()
+    for name, qty in amounts.items():
+        if name == CPU:
+            res.milli_cpu = math.ceil(qty * 1000)
+        elif name == MEMORY:
+            res.memory = math.ceil(qty)
+        elif name == EPHEMERAL_STORAGE:
+            res.ephemeral_storage = math.ceil(qty)
+        elif name == PODS:
+            res.allowed_pod_number = math.ceil(qty)
+        else:
+            res.scalar[name] = math.ceil(qty)
+    return res
+
+
+def compute_node_accounting(spec: Mapping[str, Any], status: Mapping[str, Any]) -> tuple[Resource, int, int]:
+    """(requests, non-zero cpu, non-zero memory) a node counts for a pod, in-place resize status included."""
+    try:
+        requests, non_zero = node_accounted_requests(spec, status, _is_tracked)
+    except ResourceListError as exc:
+        raise ParseError(str(exc)) from exc
+    nz = resource_from_map({k: v for k, v in non_zero.items() if k in (CPU, MEMORY)})
+    return resource_from_map(requests), nz.milli_cpu, nz.memory
+
+
+def _is_tracked(name: str) -> bool:
+    return name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource_name(name)
 
 
 def _int_field(value: Any, where: str) -> int:
@@ -478,6 +533,15 @@ def _volumes(spec: Mapping[str, Any], pod_name: str) -> tuple[tuple[JSON, ...], 
     return tuple(kept), tuple(claims)
 
 
+def _image_volumes(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """Normalized references of image volumes (an image volume counts even with an empty reference)."""
+    out: list[str] = []
+    for vol in spec.get("volumes") or ():
+        if isinstance(vol, dict) and isinstance(vol.get("image"), dict):
+            out.append(normalized_image_name(str(vol["image"].get("reference") or "")))
+    return tuple(out)
+
+
 def _pod_affinity_flags(affinity: Mapping[str, Any] | None) -> tuple[bool, bool]:
     """(has pod affinity or anti-affinity, has required anti-affinity terms)."""
     if not affinity:
@@ -523,6 +587,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         raise ParseError("spec.affinity: expected an object")
     images = [c.get("image") or "" for c in (spec.get("initContainers") or [])]
     images += [c.get("image") or "" for c in containers]
+    image_volumes = _image_volumes(spec)
     owner_kind = owner_name = owner_uid = owner_api_version = ""
     for ref in meta.get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller"):
@@ -540,6 +605,16 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     if not isinstance(claims, list):
         raise ParseError("spec.resourceClaims: expected a list")
     has_affinity, required_anti = _pod_affinity_flags(affinity)
+    container_requests = None
+    if (spec.get("resources") or {}).get("requests"):
+        container_requests = compute_pod_requests(spec, pod_level=False)
+        if container_requests == (requests, nz_cpu, nz_mem):
+            container_requests = None
+    accounted = None
+    if uses_status_resources(spec, status):
+        accounted = compute_node_accounting(spec, status)
+        if accounted == (requests, nz_cpu, nz_mem):
+            accounted = None
     return PodInfo(
         uid=str(meta.get("uid") or f"{namespace}/{meta['name']}"),
         namespace=namespace,
@@ -559,6 +634,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         affinity=affinity or None,
         images=tuple(normalized_image_name(i) for i in images if i),
         num_containers=len(images),
+        image_volumes=image_volumes,
         nominated_node_name=str(status.get("nominatedNodeName") or ""),
         scheduling_gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or []),
         preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
@@ -578,6 +654,8 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         preempted_by_scheduler=_preempted_by_scheduler(status),
         owner_uid=owner_uid,
         owner_api_version=owner_api_version,
+        accounted=accounted,
+        container_requests=container_requests,
     )
 
 
@@ -594,7 +672,7 @@ class NodeRecord:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     allocatable: Resource = field(default_factory=Resource)
-    images: dict[str, int] = field(default_factory=dict)  # normalized image name -> size in bytes
+    images: dict[str, int] = field(default_factory=dict)  # image name as status.images lists it -> size in bytes
     zone: str = ""
     resource_version: str = ""
 
@@ -617,7 +695,9 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
     for img in status.get("images") or []:
         size = _int_field(img.get("sizeBytes"), "status.images[].sizeBytes")
         for name in img.get("names") or []:
-            images[normalized_image_name(str(name))] = size
+            # Stored as listed (upstream normalizes only the pod's image names, so a node listing "nginx"
+            # holds no "nginx:latest"); a name listed twice keeps its first size, as the cache's first add.
+            images.setdefault(str(name), size)
     return NodeRecord(
         name=str(meta["name"]),
         labels=labels,
@@ -692,9 +772,15 @@ class NodeInfo:
     def add_pod(self, pod: PodInfo) -> None:
         self.memo.clear()
         self.pods[pod.uid] = pod
-        self.requested.add(pod.requests)
-        self.non_zero_cpu += pod.non_zero_cpu
-        self.non_zero_memory += pod.non_zero_memory
+        if pod.accounted is None:
+            self.requested.add(pod.requests)
+            self.non_zero_cpu += pod.non_zero_cpu
+            self.non_zero_memory += pod.non_zero_memory
+        else:
+            requests, nz_cpu, nz_mem = pod.accounted
+            self.requested.add(requests)
+            self.non_zero_cpu += nz_cpu
+            self.non_zero_memory += nz_mem
         for hp in pod.host_ports:
             self.used_ports.add(hp)
         if pod.has_pod_affinity:
@@ -712,9 +798,15 @@ class NodeInfo:
         if pod is None:
             return None
         self.memo.clear()
-        self.requested.sub(pod.requests)
-        self.non_zero_cpu -= pod.non_zero_cpu
-        self.non_zero_memory -= pod.non_zero_memory
+        if pod.accounted is None:
+            self.requested.sub(pod.requests)
+            self.non_zero_cpu -= pod.non_zero_cpu
+            self.non_zero_memory -= pod.non_zero_memory
+        else:
+            requests, nz_cpu, nz_mem = pod.accounted
+            self.requested.sub(requests)
+            self.non_zero_cpu -= nz_cpu
+            self.non_zero_memory -= nz_mem
         for hp in pod.host_ports:
             self.used_ports.remove(hp)
         self.pods_with_affinity.pop(uid, None)

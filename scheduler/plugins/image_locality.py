@@ -1,8 +1,21 @@
 """ImageLocality: prefer nodes that already hold the pod's container images, weighted by how widespread.
 
-Mirrors upstream `plugins/imagelocality/image_locality.go` (v1.37): each image present on the node adds
+Mirrors upstream `plugins/imagelocality/image_locality.go` (v1.37): each pod image present on the node adds
 `int(size * nodes_with_image / total_nodes)`; the sum is clamped to [23 MiB, 1000 MiB x images] and mapped
-linearly onto 0..100. Init containers count both in the sum and in the number of images (the ceiling).
+linearly onto 0..100. The images are the init containers', the containers' and those of image volumes
+(`spec.volumes[].image.reference`, ImageVolume GA); each counts in the sum and in the number of images (the
+ceiling), duplicates included.
+
+Image names match as upstream's cache stores them: the pod's name is normalized (`nginx` -> `nginx:latest`),
+the node's `status.images[].names` are taken as listed, so a node listing only `nginx` does not hold
+`nginx:latest`. Size and node count come from the cache's image states (`Snapshot.images_of`), not from the
+node itself:
+
+- **one size per image name**: the size reported by the node that first brought the name into the cache; a
+  node reporting another size for the same name does not change it while any holder remains. So the score
+  depends on the order nodes were added (or relisted) to the scheduler, exactly as kube-scheduler's does;
+- a node keeps the states of its last snapshot clone until it changes itself, so its count of holders can
+  lag behind nodes added or removed since (upstream's SnapshotConcrete copies the states at clone time).
 """
 
 from __future__ import annotations
@@ -11,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, ScorePlugin
+from scheduler.framework.snapshot import ImageStates
 from scheduler.framework.types import NodeInfo, PodInfo
 
 NAME: Final = "ImageLocality"
@@ -31,25 +45,26 @@ def calculate_priority(sum_scores: int, image_count: int) -> int:
     return MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
 
 
-def spread_factors(
-    pod: PodInfo, image_num_nodes: Mapping[str, int], total_nodes: int
-) -> list[tuple[str, float]]:
-    """Per pod image (init containers first, duplicates kept), the fraction of nodes that hold it."""
-    total = float(total_nodes)
-    return [(image, image_num_nodes.get(image, 0) / total) for image in pod.images]
+def pod_images(pod: PodInfo) -> tuple[tuple[str, ...], int]:
+    """(normalized image names to look up, number of image sources) in upstream's order: init containers,
+    containers, image volumes. Containers without an image are counted but never match."""
+    return pod.images + pod.image_volumes, pod.num_containers + len(pod.image_volumes)
 
 
-def sum_image_scores(node: NodeInfo, spreads: Sequence[tuple[str, float]]) -> int:
-    """sumImageScores: Σ int(size × spread) over the pod's images present on the node."""
-    if node.node is None:
+def sum_image_scores(node: NodeInfo, images: Sequence[str], states: ImageStates, total_nodes: int) -> int:
+    """sumImageScores: Σ int(size × holders / total) over the pod's images present on the node."""
+    if node.node is None or total_nodes == 0:
         return 0
-    images = node.node.images
-    total = 0
-    for image, spread in spreads:
-        size = images.get(image)
-        if size is not None:
-            total += int(float(size) * spread)
-    return total
+    held = node.node.images
+    total = float(total_nodes)
+    out = 0
+    for image in images:
+        if image in held:
+            state = states.get(image)
+            if state is not None:
+                size, num_nodes = state
+                out += int(float(size) * (num_nodes / total))
+    return out
 
 
 class ImageLocality(ScorePlugin):
@@ -61,26 +76,21 @@ class ImageLocality(ScorePlugin):
     def __init__(self, handle: Handle) -> None:
         self.handle = handle
 
-    def _spreads(self, pod: PodInfo) -> list[tuple[str, float]]:
-        snapshot = self.handle.snapshot()
-        total = snapshot.num_nodes()
-        if total == 0:
-            return []
-        return spread_factors(pod, snapshot.image_num_nodes, total)
-
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
-        return calculate_priority(sum_image_scores(node, self._spreads(pod)), pod.num_containers)
+        return self.score_batch(state, pod, [node])[0]
 
     def score_batch(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
-        """Spread factors depend only on the snapshot, so they are computed once for all nodes."""
-        # An image on no node has spread 0 and adds int(size * 0.0) == 0 everywhere: drop it. When no
-        # image is left (the common case) every node scores the floor without being looked at.
-        spreads = [(image, spread) for image, spread in self._spreads(pod) if spread > 0]
-        count = pod.num_containers
-        if not spreads:
+        """Images on no node at all add nothing anywhere: dropped up front, usually leaving nothing to look up."""
+        snapshot = self.handle.snapshot()
+        images, count = pod_images(pod)
+        present = snapshot.image_states
+        wanted = [image for image in images if image in present]
+        if not wanted:
             floor = calculate_priority(0, count)
             return [floor] * len(nodes)
-        return [calculate_priority(sum_image_scores(n, spreads), count) for n in nodes]
+        total = snapshot.num_nodes()
+        of = snapshot.images_of
+        return [calculate_priority(sum_image_scores(n, wanted, of(n), total), count) for n in nodes]
 
 
 def new(raw_args: Mapping[str, Any] | None, handle: Handle) -> ImageLocality:

@@ -372,19 +372,23 @@ def resource_kind(name: str) -> int:
     return KIND_SCALAR
 
 
-def pod_resource_request(pod: PodInfo, name: str, use_requested: bool) -> int:
-    """calculatePodResourceRequest: cpu/memory use the non-zero defaults unless `use_requested`."""
+def pod_resource_request(pod: PodInfo, name: str, use_requested: bool, pod_level: bool = True) -> int:
+    """calculatePodResourceRequest: cpu/memory use the non-zero defaults unless `use_requested`; without
+    `pod_level` the pod-level requests are skipped (NodeResourcesFit's scorer, see PodInfo.container_requests)."""
+    requests, nz_cpu, nz_mem = pod.requests, pod.non_zero_cpu, pod.non_zero_memory
+    if not pod_level and pod.container_requests is not None:
+        requests, nz_cpu, nz_mem = pod.container_requests
     if name == CPU:
-        return pod.requests.milli_cpu if use_requested else pod.non_zero_cpu
+        return requests.milli_cpu if use_requested else nz_cpu
     if name == MEMORY:
-        return pod.requests.memory if use_requested else pod.non_zero_memory
+        return requests.memory if use_requested else nz_mem
     if name == EPHEMERAL_STORAGE:
-        return pod.requests.ephemeral_storage
-    return pod.requests.scalar.get(name, 0)
+        return requests.ephemeral_storage
+    return requests.scalar.get(name, 0)
 
 
 def score_plan(
-    pod: PodInfo, resources: Sequence[ResourceSpec], use_requested: bool
+    pod: PodInfo, resources: Sequence[ResourceSpec], use_requested: bool, pod_level: bool = True
 ) -> list[ScoredResource | None]:
     """Per configured resource, the pod's request; None where upstream skips it for every node.
 
@@ -393,7 +397,7 @@ def score_plan(
     """
     plan: list[ScoredResource | None] = []
     for spec in resources:
-        req = pod_resource_request(pod, spec.name, use_requested)
+        req = pod_resource_request(pod, spec.name, use_requested, pod_level)
         if req == 0 and is_scalar_resource_name(spec.name):
             plan.append(None)
         else:
@@ -699,13 +703,13 @@ class NodeResourcesFit(
     # -- PreScore / Score --------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
-        state[PRE_SCORE_STATE_KEY] = score_plan(pod, self._resources, use_requested=False)
+        state[PRE_SCORE_STATE_KEY] = score_plan(pod, self._resources, use_requested=False, pod_level=False)
         return None
 
     def _plan(self, state: CycleState, pod: PodInfo) -> list[ScoredResource | None]:
         plan: list[ScoredResource | None] | None = state.get(PRE_SCORE_STATE_KEY)
         if plan is None:  # PreScore did not run: compute on the fly, as upstream's Score does
-            plan = score_plan(pod, self._resources, use_requested=False)
+            plan = score_plan(pod, self._resources, use_requested=False, pod_level=False)
         return plan
 
     def _score_node(self, plan: Sequence[ScoredResource | None], node: NodeInfo) -> int:

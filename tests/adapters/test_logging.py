@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from scheduler import logging_setup
-from scheduler.logging_setup import V2, V4, get_verbosity, set_verbosity, setup_logging, v_level
+from scheduler.logging_setup import V2, V4, V10, get_verbosity, set_verbosity, setup_logging, v_level
 from scheduler.simulate import simulate
 from scheduler.testing import make_node, make_pod
 
@@ -78,7 +78,8 @@ def test_json_format_has_ts_v_msg_and_fields(stream: io.StringIO) -> None:
         (2, ["warning", "info", "v1", "v2"]),
         (4, ["warning", "info", "v1", "v2", "v4"]),
         (5, ["warning", "info", "v1", "v2", "v4", "v5", "debug"]),
-        (10, ["warning", "info", "v1", "v2", "v4", "v5", "debug", "v7"]),
+        (9, ["warning", "info", "v1", "v2", "v4", "v5", "debug", "v7"]),
+        (10, ["warning", "info", "v1", "v2", "v4", "v5", "debug", "v7", "v10"]),
     ],
 )
 def test_verbosity_mapping(stream: io.StringIO, verbosity: int, expected: list[str]) -> None:
@@ -90,7 +91,10 @@ def test_verbosity_mapping(stream: io.StringIO, verbosity: int, expected: list[s
         log.log(v_level(n), f"v{n}")
     log.debug("debug")
     log.log(v_level(7), "v7")
+    log.log(V10, "v10")
     assert [json.loads(line)["msg"] for line in _lines(stream)] == expected
+    if verbosity == 10:
+        assert json.loads(_lines(stream)[-1])["v"] == 10  # V(10) is not mistaken for DEBUG's V(5)
 
 
 def test_disabled_levels_are_cheap_checks(stream: io.StringIO) -> None:

@@ -267,6 +267,7 @@ def test_mission_story_through_cache_snapshot() -> None:
     names = [n.name for n in snap.node_info_list]
     assert names == ["ss-stg-ma-01", "ss-stg-test-01", "ss-stg-ma-02", "ss-stg-ma-03"]
     assert set(snap.node_info_map) == set(names)
+    assert set(snap.node_image_states) == set(names)  # every node has its image view, no deleted node keeps one
 
 
 def test_update_snapshot_clones_only_changed_nodes() -> None:
@@ -295,18 +296,19 @@ def test_snapshot_is_isolated_from_later_cache_changes() -> None:
     assert snap.node_info_map["n1"].requested.milli_cpu == 0 and not snap.node_info_map["n1"].pods
 
 
-def test_image_counts_follow_node_images() -> None:
-    """image_num_nodes counts tree nodes per image, through adds, image changes and removals."""
+def test_image_states_follow_node_images() -> None:
+    """image_states counts tree nodes per image (first holder's size), through adds, image changes, removals."""
     cache = Cache()
     snap = Snapshot()
     cache.add_node(node("n1", images=("a:1", "b:1")))
     cache.add_node(node("n2", images=("a:1",)))
     cache.update_snapshot(snap)
-    assert snap.image_num_nodes == {"a:1": 2, "b:1": 1}
+    assert {k: v[1] for k, v in snap.image_states.items()} == {"a:1": 2, "b:1": 1}
     cache.update_node(node("n2", images=("a:1",)), node("n2", rv="2", images=("c:1",)))
     cache.remove_node("n1")
     cache.update_snapshot(snap)
-    assert snap.image_num_nodes == {"c:1": 1}
+    assert {k: v[1] for k, v in snap.image_states.items()} == {"c:1": 1}
+    assert snap.node_image_states["n2"] is snap.image_states
 
 
 def _node_state(info: NodeInfo) -> tuple[object, ...]:
@@ -378,9 +380,9 @@ def test_property_incremental_snapshot_equals_fresh_snapshot(ops: list[tuple[str
     assert all(snap.node_info_map[n.name] is n for n in snap.node_info_list)  # the list is never stale
     assert [_node_state(n) for n in snap.node_info_list] == [_node_state(n) for n in fresh.node_info_list]
     recount = Snapshot.from_node_infos(snap.node_info_list)
-    assert snap.image_num_nodes == recount.image_num_nodes
+    assert {k: v[1] for k, v in snap.image_states.items()} == {k: v[1] for k, v in recount.image_states.items()}
     for info in snap.node_info_list:  # aggregates agree with the pods they hold
-        assert info.requested.milli_cpu == sum(p.requests.milli_cpu for p in info.pods.values())
+        assert info.requested.milli_cpu == sum(p.accounted_requests.milli_cpu for p in info.pods.values())
     assert {z for z in (zone_key(n.node.labels) for n in snap.node_info_list if n.node)} == set(
         cache.node_tree.zones()
     )

@@ -27,6 +27,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.logging_setup import V10
 from scheduler.plugins.node_affinity import NodeAffinity
 from scheduler.testing import make_node, make_pod
 
@@ -448,3 +449,27 @@ def test_rotation_advances_on_filter_error() -> None:
     with pytest.raises(SchedulingError):
         algo.find_nodes_that_fit_pod(fwk, CycleState(), _pod(), snap)
     assert algo.next_start_node_index == 1  # node-0 was processed (rejected) before node-1 errored
+
+
+def test_v10_logs_each_plugin_score_like_kube_scheduler(caplog: pytest.LogCaptureFixture) -> None:
+    """At V(10) every node's weighted score per plugin and its total are logged with upstream's keys."""
+    fwk = _framework(scores=[TableScore({"node-0": 7, "node-1": 3})])
+    fwk.score_weights["TableScore"] = 2
+    with caplog.at_level(V10, logger="pyscheduler.scheduler"):
+        SchedulingAlgorithm(seed=0).schedule_pod(fwk, CycleState(), _pod(), _snapshot(_names(2)))
+    lines = [(r.getMessage(), vars(r).get("plugin"), vars(r)["node"], vars(r)["score"]) for r in caplog.records]
+    assert lines == [
+        ("Plugin scored node for pod", "TableScore", "node-0", 14),
+        ("Plugin scored node for pod", "TableScore", "node-1", 6),
+        ("Calculated node's final score for pod", None, "node-0", 14),
+        ("Calculated node's final score for pod", None, "node-1", 6),
+    ]
+    assert all(vars(r)["pod"] == "default/p" for r in caplog.records)
+
+
+def test_scores_are_not_logged_below_v10(caplog: pytest.LogCaptureFixture) -> None:
+    """Below V(10) the score lines are not even built."""
+    fwk = _framework(scores=[TableScore({"node-0": 7})])
+    with caplog.at_level(V10 + 1, logger="pyscheduler.scheduler"):
+        SchedulingAlgorithm(seed=0).schedule_pod(fwk, CycleState(), _pod(), _snapshot(_names(2)))
+    assert not caplog.records

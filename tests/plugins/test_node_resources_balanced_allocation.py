@@ -9,7 +9,7 @@ import pytest
 from scheduler.config.errors import ConfigError
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
-from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.types import NodeInfo, PodInfo, parse_pod
 from scheduler.plugins import node_resources_balanced_allocation as ba
 from scheduler.plugins.node_resources_balanced_allocation import Args, NodeResourcesBalancedAllocation
 from scheduler.plugins.node_resources_fit import ResourceSpec
@@ -205,3 +205,16 @@ def test_invalid_args(raw: dict[str, Any], message: str) -> None:
 def test_balanced_resource_score(requested: list[int], allocatable: list[int], want: int) -> None:
     """int((1 - std) * 100): |f1 - f2| / 2 for two resources, population std for more."""
     assert ba.balanced_resource_score(requested, allocatable) == want
+
+
+def test_balanced_allocation_uses_pod_level_requests() -> None:
+    """BalancedAllocation's scorer has the PodLevelResources gate: pod-level requests replace the containers'."""
+    obj = make_pod().req(cpu="1", memory="1000").obj()
+    obj["spec"]["resources"] = {"requests": {"cpu": "2", "memory": "1000"}}
+    pod = parse_pod(obj)
+    node = node_info(make_node("n1").capacity(cpu="4", memory="4000"))
+    pl = ba.new(None, StaticHandle())
+    state = CycleState()
+    assert pl.pre_score(state, pod, [node]) is None
+    # with the pod: cpu 2/4 = 0.5, memory 1000/4000 = 0.25 -> std 0.125 -> 87; without: 100 -> 50 + (50 + 87 - 100) // 2
+    assert pl.score(state, pod, node) == 50 + (50 + 87 - 100) // 2

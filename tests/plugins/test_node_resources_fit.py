@@ -10,7 +10,7 @@ import pytest
 from scheduler.config.errors import ConfigError
 from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, ClusterEvent, CycleState
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.types import NodeInfo, PodInfo, parse_pod
 from scheduler.plugins import node_resources_fit as fit
 from scheduler.plugins.node_resources_fit import (
     LEAST_ALLOCATED,
@@ -471,6 +471,17 @@ def test_score_without_prescore_computes_the_request() -> None:
     pod = make_pod().req(cpu="1", memory="2000").info()
     assert pl.score(CycleState(), pod, node) == 77  # (75 + 80) / 2
     assert pl.score_batch(CycleState(), pod, [node]) == [77]
+
+
+def test_score_ignores_pod_level_requests() -> None:
+    """Fit scores the containers' requests even when the pod sets pod-level ones: upstream builds Fit's scorer
+    without the PodLevelResources gate (found by the differential fuzz against kube-scheduler v1.37.2)."""
+    builder = make_pod().req(cpu="1", memory="2000")
+    obj = builder.obj()
+    obj["spec"]["resources"] = {"requests": {"cpu": "3", "memory": "6000"}}
+    with_pod_level = parse_pod(obj)
+    assert with_pod_level.requests.milli_cpu == 3000  # what the Filter checks
+    assert run_score(plugin(), with_pod_level, [node_info(N_4C_10K)]) == [77]  # as without pod-level requests
 
 
 def test_score_node_without_capacity_scores_zero() -> None:

@@ -77,7 +77,7 @@ def pod_update_action(old: PodInfo, new: PodInfo) -> ActionType:
     action = ActionType(0)
     if old.labels != new.labels:
         action |= ActionType.UPDATE_POD_LABEL
-    if _scaled_down(old.requests, new.requests):
+    if _scaled_down(old.accounted_requests, new.accounted_requests):
         action |= ActionType.UPDATE_POD_SCALE_DOWN
     if old.tolerations != new.tolerations:
         action |= ActionType.UPDATE_POD_TOLERATION
@@ -156,8 +156,12 @@ class Cache:
         self._generation = 0
         # Node names from least to most recently changed (upstream's doubly-linked list of NodeInfos).
         self._recent: dict[str, None] = {}
-        self._image_counts: dict[str, int] = {}  # image -> number of tree nodes holding it
-        self._image_generation = 0  # generation of the last change to _image_counts
+        # Upstream's cache.imageStates: image name -> [size, names of the nodes holding it]. The size is the one
+        # reported by the node that created the entry (the first holder added) and stays while any node holds
+        # the image; `_image_view` is its (size, count) picture, rebuilt lazily by update_snapshot.
+        self._image_states: dict[str, tuple[int, set[str]]] = {}
+        self._image_view: dict[str, tuple[int, int]] = {}
+        self._image_view_stale = False
 
     # -----------------------------------------------------------------------------------------------------
     # Bookkeeping
@@ -175,18 +179,38 @@ class Cache:
         del self._nodes[name]
         self._recent.pop(name, None)
 
-    def _count_images(self, record: NodeRecord, delta: int) -> None:
+    def _add_images(self, record: NodeRecord) -> None:
+        """addNodeImageStates: the node joins each image's holders; a new image takes this node's size."""
         if not record.images:
             return
-        counts = self._image_counts
-        for image in record.images:
-            left = counts.get(image, 0) + delta
-            if left > 0:
-                counts[image] = left
+        states = self._image_states
+        for image, size in record.images.items():
+            state = states.get(image)
+            if state is None:
+                states[image] = (size, {record.name})
             else:
-                counts.pop(image, None)
-        self._generation += 1
-        self._image_generation = self._generation
+                state[1].add(record.name)
+        self._image_view_stale = True
+
+    def _remove_images(self, record: NodeRecord) -> None:
+        """removeNodeImageStates: the node leaves each image's holders; an image nobody holds is forgotten."""
+        if not record.images:
+            return
+        states = self._image_states
+        for image in record.images:
+            state = states.get(image)
+            if state is not None:
+                state[1].discard(record.name)
+                if not state[1]:
+                    del states[image]
+        self._image_view_stale = True
+
+    def image_view(self) -> dict[str, tuple[int, int]]:
+        """Image name -> (size, number of nodes holding it), as the cache knows it now."""
+        if self._image_view_stale:
+            self._image_view = {image: (size, len(nodes)) for image, (size, nodes) in self._image_states.items()}
+            self._image_view_stale = False
+        return self._image_view
 
     # -----------------------------------------------------------------------------------------------------
     # Nodes
@@ -200,12 +224,12 @@ class Cache:
         previous = info.node
         if previous is None:
             self._tree.add_node(record)
-            self._count_images(record, +1)
+            self._add_images(record)
         else:
             self._tree.update_node(previous, record)
-            if previous.images.keys() != record.images.keys():
-                self._count_images(previous, -1)
-                self._count_images(record, +1)
+            if previous.images != record.images:  # upstream removes then re-adds; with equal images a no-op
+                self._remove_images(previous)
+                self._add_images(record)
         info.node = record
         self._touch(info)
 
@@ -229,7 +253,7 @@ class Cache:
             return None
         record = info.node
         self._tree.remove_node(name)
-        self._count_images(record, -1)
+        self._remove_images(record)
         info.node = None
         if info.pods:
             self._touch(info)
@@ -361,6 +385,8 @@ class Cache:
         """
         since = snapshot.generation
         infos = snapshot.node_info_map
+        node_images = snapshot.node_image_states
+        images = self.image_view()
         nodes = self._nodes
         changed: list[str] = []
         for name in reversed(self._recent):
@@ -370,12 +396,17 @@ class Cache:
             changed.append(name)
             if info.node is None:
                 infos.pop(name, None)
+                node_images.pop(name, None)
             else:
                 infos[name] = info.clone()
+                # Upstream's clone copies the node's image states as they are now (SnapshotConcrete); a node
+                # that does not change keeps them even when other nodes gain or lose its images later.
+                node_images[name] = images
         tree = self._tree
         if len(infos) != len(tree):
             for name in [n for n in infos if n not in tree]:
                 del infos[name]
+                node_images.pop(name, None)
         names = tree.list()  # rebuilt from scratch every cycle (field story 1)
         previous = snapshot._list_names
         try:
@@ -398,17 +429,16 @@ class Cache:
         except KeyError:  # cannot happen unless the generation bookkeeping is broken: rebuild in full
             snapshot.node_info_map = infos = {n: nodes[n].clone() for n in names}
             snapshot.node_info_list = [infos[n] for n in names]
+            snapshot.node_image_states = {n: images for n in names}
             snapshot._list_index = None
-            since = -1
         snapshot._list_names = names
         snapshot._list_of = snapshot.node_info_list
-        if self._image_generation > since:
-            snapshot.image_num_nodes = dict(self._image_counts)
+        snapshot.image_states = images
         snapshot.generation = self._generation
 
     def fresh_snapshot(self) -> Snapshot:
         """A snapshot built from scratch (reference for consistency checks and tests)."""
-        snap = Snapshot.from_node_infos([self._nodes[n].clone() for n in self._tree.list()])
+        snap = Snapshot.from_node_infos([self._nodes[n].clone() for n in self._tree.list()], self.image_view())
         snap.generation = self._generation
         return snap
 
