@@ -14,7 +14,7 @@ from typing import Any
 
 from scheduler.backend.cache.objects import ClusterObjects
 from scheduler.backend.cache.snapshot import Snapshot
-from scheduler.framework.interface import Binder
+from scheduler.framework.interface import Binder, VolumeWriter
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.types import (
     REGION_LABEL,
@@ -437,6 +437,18 @@ class StaticHandle:
     @property
     def objects(self) -> ObjectLister:
         return self._objects
+
+    @property
+    def cluster_objects(self) -> ClusterObjects:
+        """The store behind `objects`, for tests that change objects between calls."""
+        return self._objects
+
+    @property
+    def volume_writer(self) -> VolumeWriter:
+        raise NotImplementedError("plugin unit tests do not write volumes")
+
+    def pod_exists(self, uid: str) -> bool:
+        return True
 
 
 def node_info(node: NodeBuilder, *pods: PodBuilder) -> NodeInfo:

@@ -74,6 +74,14 @@ class SchedulerHandle:
     def objects(self) -> ObjectLister:
         return self._scheduler.objects
 
+    @property
+    def volume_writer(self) -> ClusterAPI:
+        return self._scheduler.api
+
+    def pod_exists(self, uid: str) -> bool:
+        s = self._scheduler
+        return uid in s.pending or s.cache.get_pod(uid) is not None
+
 
 class Scheduler:
     """One scheduler process: cache, queue, profiles (one Framework per schedulerName) and the loop."""

@@ -136,8 +136,21 @@ class Binder(Protocol):
     async def bind(self, pod: PodInfo, node_name: str) -> Status | None: ...
 
 
+class VolumeWriter(Protocol):
+    """The PV and PVC writes VolumeBinding's PreBind makes: full updates (PUT), as upstream's binder does.
+
+    Each returns the object as the API server stored it; implementations time out every call and raise on
+    failure with the API server's message (which becomes the pod's failure message).
+    """
+
+    async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
 class Handle(Protocol):
-    """What plugins may use from the scheduler: the current snapshot, the binder, the other cluster objects."""
+    """What plugins may use from the scheduler: the current snapshot, the binder, the other cluster objects,
+    the volume writes, and whether a pod still exists."""
 
     def snapshot(self) -> Snapshot: ...
 
@@ -146,6 +159,13 @@ class Handle(Protocol):
 
     @property
     def objects(self) -> ObjectLister: ...
+
+    @property
+    def volume_writer(self) -> VolumeWriter: ...
+
+    def pod_exists(self, uid: str) -> bool:
+        """Whether the scheduler still knows the pod (upstream's pod lister Get): False once it was deleted."""
+        ...
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -28,22 +28,6 @@ CASES: list[tuple[str, PodBuilder, str]] = [
     ),
     ("topologySpreadConstraints", make_pod("p").spread_constraint(1, "zone", match_labels={"a": "b"}),
      "spec.topologySpreadConstraints"),
-    ("persistentVolumeClaim", make_pod("p").pvc("data"), "volume 'data' (spec.volumes[].persistentVolumeClaim)"),
-    (
-        "ephemeralVolume",
-        make_pod("p").volume("scratch", ephemeral={"volumeClaimTemplate": {"spec": {}}}),
-        "volume 'scratch' (spec.volumes[].ephemeral)",
-    ),
-    (
-        "inTreeDiskVolume",
-        make_pod("p").volume("disk", iscsi={"iqn": "iqn.x", "targetPortal": "1.2.3.4", "lun": 0}),
-        "volume 'disk' (spec.volumes[].iscsi)",
-    ),
-    (
-        "migratableInlineVolume",
-        make_pod("p").volume("disk", azureDisk={"diskName": "d", "diskURI": "u"}),
-        "volume 'disk' (spec.volumes[].azureDisk)",
-    ),
     ("resourceClaims", make_pod("p").resource_claim("gpu"), "spec.resourceClaims"),
 ]
 

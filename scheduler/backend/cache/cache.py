@@ -368,13 +368,20 @@ class Cache:
             if info.generation <= since:
                 break
             changed.append(name)
+            old = infos.get(name)
+            if old is not None and old.pvc_ref_counts:
+                snapshot.count_pvcs(old, -1)
             if info.node is None:
                 infos.pop(name, None)
             else:
-                infos[name] = info.clone()
+                clone = infos[name] = info.clone()
+                if clone.pvc_ref_counts:
+                    snapshot.count_pvcs(clone, +1)
         tree = self._tree
         if len(infos) != len(tree):
             for name in [n for n in infos if n not in tree]:
+                if infos[name].pvc_ref_counts:
+                    snapshot.count_pvcs(infos[name], -1)
                 del infos[name]
         names = tree.list()  # rebuilt from scratch every cycle (field story 1)
         previous = snapshot._list_names
@@ -399,6 +406,7 @@ class Cache:
             snapshot.node_info_map = infos = {n: nodes[n].clone() for n in names}
             snapshot.node_info_list = [infos[n] for n in names]
             snapshot._list_index = None
+            snapshot.recount_pvcs()
             since = -1
         snapshot._list_names = names
         snapshot._list_of = snapshot.node_info_list

@@ -20,12 +20,17 @@ class Snapshot:
         "image_num_nodes",
         "node_info_list",
         "node_info_map",
+        "used_pvc_counts",
     )
 
     def __init__(self) -> None:
         self.node_info_map: dict[str, NodeInfo] = {}
         self.node_info_list: list[NodeInfo] = []
         self.image_num_nodes: dict[str, int] = {}
+        # "namespace/claim" -> pods on the snapshot's nodes using the claim through a persistentVolumeClaim
+        # volume (upstream usedPVCRefCounts, for VolumeRestrictions' ReadWriteOncePod check); kept up to
+        # date by Cache.update_snapshot from each changed NodeInfo's pvc_ref_counts.
+        self.used_pvc_counts: dict[str, int] = {}
         self.generation = 0
         # Kept by Cache.update_snapshot: the names node_info_list was built from (and that list), plus a
         # lazily built name -> position index, so an unchanged node order is patched instead of remapped.
@@ -40,6 +45,7 @@ class Snapshot:
         snap.node_info_list = list(infos)
         snap.node_info_map = {n.name: n for n in infos}
         snap.recount_images()
+        snap.recount_pvcs()
         return snap
 
     def recount_images(self) -> None:
@@ -50,6 +56,28 @@ class Snapshot:
                 for image in info.node.images:
                     counts[image] = counts.get(image, 0) + 1
         self.image_num_nodes = counts
+
+    def recount_pvcs(self) -> None:
+        """Recompute used_pvc_counts from every node's pvc_ref_counts."""
+        counts: dict[str, int] = {}
+        for info in self.node_info_map.values():
+            for key, n in info.pvc_ref_counts.items():
+                counts[key] = counts.get(key, 0) + n
+        self.used_pvc_counts = counts
+
+    def count_pvcs(self, info: NodeInfo, sign: int) -> None:
+        """Add (sign 1) or remove (sign -1) one node's claim references to used_pvc_counts."""
+        counts = self.used_pvc_counts
+        for key, n in info.pvc_ref_counts.items():
+            left = counts.get(key, 0) + sign * n
+            if left > 0:
+                counts[key] = left
+            else:
+                counts.pop(key, None)
+
+    def is_pvc_used_by_pods(self, key: str) -> bool:
+        """IsPVCUsedByPods: some pod on a node of the snapshot uses the claim "namespace/name"."""
+        return self.used_pvc_counts.get(key, 0) > 0
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
