@@ -322,13 +322,15 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Explain
         out = []
         for driver, (limit, current, new) in sorted(detail.items()):
             verdict = "exceeds" if current + new > limit else "within"
-            out.append(ExplainDetail(
-                f"CSI driver {driver}: {current} volume(s) attached + {new} new {verdict} the node's limit of {limit}",
-                {"driver": driver, "limit": limit, "attached": current, "new": new},
-            ))
+            out.append(
+                ExplainDetail(
+                    f"CSI driver {driver}: {current} volume(s) attached + {new} new {verdict} "
+                    f"the node's limit of {limit}",
+                    {"driver": driver, "limit": limit, "attached": current, "new": new},
+                )
+            )
         return out
 
 
 def new(raw_args: Mapping[str, Any] | None, handle: Handle) -> NodeVolumeLimits:
     return NodeVolumeLimits(handle)
-

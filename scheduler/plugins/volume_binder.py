@@ -325,9 +325,7 @@ class VolumeBinder:
 
     # ------------------------------------------------------------------ Filter
 
-    def find_pod_volumes(
-        self, pod: PodInfo, claims: PodVolumeClaims, node: NodeInfo
-    ) -> tuple[PodVolumes, list[str]]:
+    def find_pod_volumes(self, pod: PodInfo, claims: PodVolumeClaims, node: NodeInfo) -> tuple[PodVolumes, list[str]]:
         """FindPodVolumes: the decision for this node, or the reasons it cannot work (StorageError: Error)."""
         volumes = PodVolumes()
         labels = node.node.labels if node.node is not None else {}
@@ -348,9 +346,7 @@ class VolumeBinder:
             reasons.append(ERR_REASON_PV_NOT_EXIST)
         return volumes, reasons
 
-    def _check_bound_claims(
-        self, claims: list[JSON], node_name: str, labels: Mapping[str, str]
-    ) -> tuple[bool, bool]:
+    def _check_bound_claims(self, claims: list[JSON], node_name: str, labels: Mapping[str, str]) -> tuple[bool, bool]:
         """checkBoundClaims: (every bound PV's node affinity admits the node, every bound PV exists)."""
         csi_node = self.objects.get(CSI_NODE, "", node_name)
         for pvc in claims:
@@ -525,8 +521,11 @@ class VolumeBinder:
         try:
             for binding in bindings:
                 binding.pv = await writer.update_persistent_volume(binding.pv)
-                log.log(V2, "Updated PersistentVolume with claim. Waiting for binding to complete",
-                        extra={"pod": pod.key, "pv": name_of(binding.pv), "pvc": key_of(binding.pvc)})
+                log.log(
+                    V2,
+                    "Updated PersistentVolume with claim. Waiting for binding to complete",
+                    extra={"pod": pod.key, "pv": name_of(binding.pv), "pvc": key_of(binding.pvc)},
+                )
                 done_bindings += 1
             for i, pvc in enumerate(claims):
                 claims[i] = await writer.update_persistent_volume_claim(pvc)
@@ -616,4 +615,3 @@ def node_has_access(capacity: Mapping[str, Any], labels: Mapping[str, str]) -> b
         return compile_label_selector(topology).matches(labels)
     except SelectorError:
         return False
-

@@ -393,8 +393,12 @@ class VolumeBinding(
             claim = key_of(pvc)
             pv = self.handle.objects.get(PERSISTENT_VOLUME, "", volume)
             if pv is None:
-                out.append(ExplainDetail(f"claim {claim} is bound to PersistentVolume {volume}, which does not exist",
-                                         {"claim": claim, "persistentVolume": volume, "rule": "missing-pv"}))
+                out.append(
+                    ExplainDetail(
+                        f"claim {claim} is bound to PersistentVolume {volume}, which does not exist",
+                        {"claim": claim, "persistentVolume": volume, "rule": "missing-pv"},
+                    )
+                )
                 continue
             try:
                 translated = try_translate_pv_to_csi(pv, csi_node)
@@ -408,11 +412,13 @@ class VolumeBinding(
                 text += f" whose node affinity ({affinity}) admits this node" if affinity else " (no node affinity)"
                 out.append(ExplainDetail(text, {"claim": claim, "persistentVolume": volume, "admits": True}))
             else:
-                out.append(ExplainDetail(
-                    f"claim {claim} is bound to PersistentVolume {volume} whose node affinity ({affinity}) "
-                    "does not admit this node",
-                    {"claim": claim, "persistentVolume": volume, "admits": False, "nodeAffinity": affinity},
-                ))
+                out.append(
+                    ExplainDetail(
+                        f"claim {claim} is bound to PersistentVolume {volume} whose node affinity ({affinity}) "
+                        "does not admit this node",
+                        {"claim": claim, "persistentVolume": volume, "admits": False, "nodeAffinity": affinity},
+                    )
+                )
         volumes = s.pod_volumes_by_node.get(node.name)
         decided: dict[str, str] = {}
         if volumes is not None:

@@ -211,11 +211,13 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Expla
                         continue
                     for claim in other.claim_names:
                         if claim in s.rwop_claims:
-                            out.append(ExplainDetail(
-                                f"ReadWriteOncePod claim {pod.namespace}/{claim} is in use by pod {other.key} "
-                                f"on node {info.name}",
-                                {"claim": f"{pod.namespace}/{claim}", "pod": other.key, "node": info.name},
-                            ))
+                            out.append(
+                                ExplainDetail(
+                                    f"ReadWriteOncePod claim {pod.namespace}/{claim} is in use by pod {other.key} "
+                                    f"on node {info.name}",
+                                    {"claim": f"{pod.namespace}/{claim}", "pod": other.key, "node": info.name},
+                                )
+                            )
         return out
 
 

@@ -179,11 +179,17 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtens
             if value is None or value not in topology.values:
                 allowed = " ".join(sorted(topology.values))
                 has = f"has {value!r}" if value is not None else "has no such label"
-                out.append(ExplainDetail(
-                    f"PersistentVolume {topology.pv_name} requires {topology.key} in [{allowed}]; the node {has}",
-                    {"persistentVolume": topology.pv_name, "key": topology.key, "allowed": sorted(topology.values),
-                     "node": value},
-                ))
+                out.append(
+                    ExplainDetail(
+                        f"PersistentVolume {topology.pv_name} requires {topology.key} in [{allowed}]; the node {has}",
+                        {
+                            "persistentVolume": topology.pv_name,
+                            "key": topology.key,
+                            "allowed": sorted(topology.values),
+                            "node": value,
+                        },
+                    )
+                )
         return out
 
 
