@@ -11,7 +11,7 @@ plugins/volumerestrictions/volume_restrictions.go, v1.37).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
@@ -144,12 +144,23 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Expla
                 return None, unresolvable(f'persistentvolumeclaim "{claim_name}" not found')
             if READ_WRITE_ONCE_POD in access_modes(pvc):
                 rwop.add(claim_name)
-        snapshot = self.handle.snapshot()
-        conflicting = sum(1 for claim in rwop if snapshot.is_pvc_used_by_pods(f"{pod.namespace}/{claim}"))
+        conflicting = 0
+        if rwop:
+            used = self._used_claims(nodes)
+            conflicting = sum(1 for claim in rwop if used(f"{pod.namespace}/{claim}"))
         if not needs_check and conflicting == 0:
             return None, SKIP
         state[PRE_FILTER_STATE_KEY] = _PreFilterState(frozenset(rwop), conflicting)
         return None, None
+
+    def _used_claims(self, nodes: Sequence[NodeInfo]) -> Callable[[str], bool]:
+        """IsPVCUsedByPods over the nodes being evaluated: the snapshot's incrementally kept counts when they are
+        the scheduler's snapshot (every scheduling cycle), else a count over the given nodes (explanations)."""
+        snapshot = self.handle.snapshot()
+        if nodes is snapshot.node_info_list:
+            return snapshot.is_pvc_used_by_pods
+        used = {key for info in nodes for key, n in info.pvc_ref_counts.items() if n > 0}
+        return used.__contains__
 
     def pre_filter_extensions(self) -> VolumeRestrictions:
         return self

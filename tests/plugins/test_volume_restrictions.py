@@ -50,7 +50,7 @@ def node_with(*pods: PodBuilder, name: str = "node-1") -> NodeInfo:
 
 def run(plugin: VolumeRestrictions, p: PodBuilder, node: NodeInfo) -> tuple[Status | None, Status | None]:
     state = CycleState()
-    _, pre = plugin.pre_filter(state, p.info(), [])
+    _, pre = plugin.pre_filter(state, p.info(), plugin.handle.snapshot().node_info_list)
     if pre is not None and pre.code != Code.SUCCESS:
         return pre, None
     st = plugin.filter(state, p.info(), node)
@@ -201,7 +201,7 @@ def test_conflict_seen_from_another_node_and_preemption_removal() -> None:
     plugin = VolumeRestrictions(StaticHandle(Snapshot.from_node_infos([empty, other]), [RWOP1]))
     incoming = pvc_pod("p", "claim-with-rwop-1").info()
     state = CycleState()
-    _, pre = plugin.pre_filter(state, incoming, [])
+    _, pre = plugin.pre_filter(state, incoming, plugin.handle.snapshot().node_info_list)
     assert pre is None
     assert plugin.filter(state, incoming, empty) is not None
     holder_info = other.pods[next(iter(other.pods))]
@@ -218,3 +218,16 @@ def test_ephemeral_claims_are_not_counted_as_used() -> None:
     node = node_with(holder)
     assert node.pvc_ref_counts == {}
     assert Snapshot.from_node_infos([node]).used_pvc_counts == {}
+
+
+def test_claims_in_use_are_counted_on_the_nodes_given_when_not_the_snapshot() -> None:
+    """An explanation evaluates its own node list: the claim counts come from those nodes, not the scheduler's
+    (possibly older) snapshot."""
+    holder = pvc_pod("holder", "claim-with-rwop-1")
+    plugin = VolumeRestrictions(StaticHandle(Snapshot(), [RWOP1]))  # the scheduler's snapshot has no pods
+    incoming = pvc_pod("p", "claim-with-rwop-1").info()
+    nodes = [node_with(holder, name="n1"), node_with(name="n2")]
+    state = CycleState()
+    assert plugin.pre_filter(state, incoming, nodes)[1] is None
+    assert plugin.filter(state, incoming, nodes[1]) is not None
+    assert plugin.pre_filter(CycleState(), incoming, [node_with(name="n3")])[1] == SKIP
