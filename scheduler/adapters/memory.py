@@ -125,6 +125,7 @@ class MemoryCluster:
         key = (kind, namespace, name)
         event = MODIFIED if key in self.objects else "ADDED"
         self.objects[key] = obj
+        self.volumes.mark(kind, namespace, name, obj)
         if self.scheduler is not None:
             self.scheduler.on_object_event(kind, event, obj)
         return obj
@@ -143,6 +144,7 @@ class MemoryCluster:
 
     def delete_object(self, kind: str, namespace: str, name: str) -> None:
         obj = self.objects.pop((kind, namespace, name), None)
+        self.volumes.mark(kind, namespace, name, None)
         if obj is not None and self.scheduler is not None:
             self.scheduler.on_object_event(kind, "DELETED", obj)
 
@@ -234,23 +236,50 @@ class VolumeController:
     def __init__(self, cluster: MemoryCluster) -> None:
         self.cluster = cluster
         self.provisioned: list[str] = []
+        # What changed since the last reconcile: the controller only looks at those objects (and, when a PV
+        # or a class changes, at the claims still unbound), like the real controller's work queues.
+        self._dirty: set[tuple[str, str, str]] = set()
+        self._unbound: set[tuple[str, str, str]] = set()
+        self._pvs: list[JSON] | None = None
 
-    def _all(self, kind: str) -> list[JSON]:
-        return [obj for (k, _, _), obj in sorted(self.cluster.objects.items()) if k == kind]
+    def mark(self, kind: str, namespace: str, name: str, obj: JSON | None) -> None:
+        """An object of a storage kind was stored (or deleted, obj None)."""
+        key = (kind, namespace, name)
+        if kind == PERSISTENT_VOLUME:
+            self._pvs = None
+            self._dirty.add(key)
+            self._dirty.update(self._unbound)
+        elif kind == PERSISTENT_VOLUME_CLAIM:
+            if obj is not None and not st.spec(obj).get("volumeName"):
+                self._unbound.add(key)
+            else:
+                self._unbound.discard(key)
+            self._dirty.add(key)
+            volume = st.spec(obj).get("volumeName") if obj is not None else None
+            if volume:
+                self._dirty.add((PERSISTENT_VOLUME, "", str(volume)))
+        elif kind == STORAGE_CLASS:
+            self._dirty.update(self._unbound)
+
+    def _volumes(self) -> list[JSON]:
+        if self._pvs is None:
+            self._pvs = [obj for (k, _, _), obj in sorted(self.cluster.objects.items()) if k == PERSISTENT_VOLUME]
+        return self._pvs
 
     def reconcile(self) -> None:
-        for _ in range(100):  # each round settles at least one object; a bound keeps a bug from spinning
-            if not self._step():
-                return
-
-    def _step(self) -> bool:
-        for pv in self._all(PERSISTENT_VOLUME):
-            if self._sync_volume(pv):
-                return True
-        for pvc in self._all(PERSISTENT_VOLUME_CLAIM):
-            if not st.spec(pvc).get("volumeName") and self._sync_unbound_claim(pvc):
-                return True
-        return False
+        budget = 10 * (len(self._dirty) + len(self.cluster.objects)) + 100  # a bug must not spin forever
+        while self._dirty and budget > 0:
+            batch = sorted(self._dirty)  # a stable order keeps simulations reproducible
+            self._dirty.clear()
+            for key in batch:
+                budget -= 1
+                obj = self.cluster.objects.get(key)
+                if obj is None:
+                    continue
+                if key[0] == PERSISTENT_VOLUME:
+                    self._sync_volume(obj)
+                elif key[0] == PERSISTENT_VOLUME_CLAIM and not st.spec(obj).get("volumeName"):
+                    self._sync_unbound_claim(obj)
 
     def _sync_volume(self, pv: JSON) -> bool:
         ref = st.spec(pv).get("claimRef")
@@ -278,7 +307,7 @@ class VolumeController:
         selected = st.annotations_of(pvc).get(st.ANN_SELECTED_NODE)
         if delayed and selected is None:
             return False  # waits for the first consumer
-        volumes = [pv for pv in self._all(PERSISTENT_VOLUME) if st.access_modes_satisfied(pvc, pv)]
+        volumes = [pv for pv in self._volumes() if st.access_modes_satisfied(pvc, pv)]
         try:
             pv = st.find_matching_volume(pvc, volumes, None, {}, delayed)
         except st.StorageError:

@@ -50,6 +50,7 @@ ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: Final = "node(s) exceed max volume count"
 VOLUME_LIMIT_SCALING: Final = True
 
 _REJECT: Final = unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
+NEW_VOLUMES_KEY: Final = "PreFilter" + NAME  # CycleState: the pod's own volumes per CSINode of this cycle
 
 
 class _LookupError(Exception):
@@ -250,34 +251,81 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Explain
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        return None, (None if _pod_needs_check(pod) else SKIP)
+        if not _pod_needs_check(pod):
+            return None, SKIP
+        state[NEW_VOLUMES_KEY] = {}
+        return None, None
 
-    def count(self, pod: PodInfo, node: NodeInfo) -> tuple[Status | None, dict[str, tuple[int, int, int]]]:
+    def _node_view(
+        self, pod: PodInfo, csi_node: Mapping[str, Any] | None, state: CycleState | None
+    ) -> tuple[dict[str, str] | _LookupError, Status | None, dict[str, int]]:
+        """What only depends on the node's CSINode: the pod's own CSI volumes (migration depends on the CSINode),
+        the driver-installed verdict and the limits. Nodes sharing one CSINode object (or having none) share it
+        within a cycle."""
+        cache: dict[int, tuple[Any, Any]] | None = state.get(NEW_VOLUMES_KEY) if state is not None else None
+        key = id(csi_node)
+        if cache is not None:
+            hit = cache.get(key)
+            if hit is not None and hit[0] is csi_node:
+                return hit[1]  # type: ignore[no-any-return]
+        found: dict[str, str] = {}
+        result: dict[str, str] | _LookupError = found
+        try:
+            self.attachable_volumes(pod, csi_node, True, found)
+        except _LookupError as exc:
+            result = exc
+        installed: Status | None = None
+        if VOLUME_LIMIT_SCALING and not isinstance(result, _LookupError):
+            for driver in result.values():
+                if not self._driver_installed(driver, csi_node):
+                    installed = unschedulable(f"{driver} CSI driver is not installed on the node")
+                    break
+        view = (result, installed, volume_limits(csi_node))
+        if cache is not None:
+            cache[key] = (csi_node, view)
+        return view
+
+    def _attached_volumes(self, node: NodeInfo, csi_node: Mapping[str, Any] | None) -> dict[str, str] | _LookupError:
+        """The CSI volumes of the pods on the node, memoized on the node until its pods or a storage kind change."""
+        objects = self.handle.objects
+        memo_key = (
+            f"{NAME}|{id(self)}|{objects.generation(PERSISTENT_VOLUME_CLAIM)}|{objects.generation(PERSISTENT_VOLUME)}"
+            f"|{objects.generation(STORAGE_CLASS)}|{objects.generation(CSI_NODE)}"
+        )
+        hit = node.memo.get(memo_key)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        volumes: dict[str, str] = {}
+        attached: dict[str, str] | _LookupError = volumes
+        try:
+            for existing in node.pods.values():
+                if existing.volumes:
+                    self.attachable_volumes(existing, csi_node, False, volumes)
+        except _LookupError as exc:
+            attached = exc
+        node.remember(memo_key, attached)
+        return attached
+
+    def count(
+        self, pod: PodInfo, node: NodeInfo, state: CycleState | None = None
+    ) -> tuple[Status | None, dict[str, tuple[int, int, int]]]:
         """The verdict and, per limited driver, (limit, volumes already counted, new volumes)."""
         if not pod.volumes:
             return None, {}
         csi_node = self.handle.objects.get(CSI_NODE, "", node.name)
-        new_volumes: dict[str, str] = {}
-        try:
-            self.attachable_volumes(pod, csi_node, True, new_volumes)
-        except _LookupError as exc:
-            return (unresolvable(str(exc)) if exc.not_found else error_status(str(exc))), {}
-        if not new_volumes:
+        found, not_installed, limits = self._node_view(pod, csi_node, state)
+        if isinstance(found, _LookupError):
+            return (unresolvable(str(found)) if found.not_found else error_status(str(found))), {}
+        if not found:
             return None, {}
-        if VOLUME_LIMIT_SCALING:
-            for driver in new_volumes.values():
-                if not self._driver_installed(driver, csi_node):
-                    return unschedulable(f"{driver} CSI driver is not installed on the node"), {}
-        limits = volume_limits(csi_node)
+        if not_installed is not None:
+            return not_installed, {}
         if not limits:
             return None, {}
-        attached: dict[str, str] = {}
-        try:
-            for existing in node.pods.values():
-                if existing.volumes:
-                    self.attachable_volumes(existing, csi_node, False, attached)
-        except _LookupError as exc:
-            return error_status(str(exc)), {}
+        new_volumes = dict(found)
+        attached = self._attached_volumes(node, csi_node)
+        if isinstance(attached, _LookupError):
+            return error_status(str(attached)), {}
         attached_count: dict[str, int] = {}
         for unique, driver in attached.items():
             new_volumes.pop(unique, None)  # a volume already used on the node is not attached again
@@ -301,7 +349,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Explain
         return verdict, detail
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
-        return self.count(pod, node)[0]
+        return self.count(pod, node, state)[0]
 
     def events_to_register(self) -> list[ClusterEvent]:
         """A CSINode, a deleted pod with volumes, a new claim or a removed VolumeAttachment may make room."""

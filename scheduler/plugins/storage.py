@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -87,14 +87,21 @@ def get_or_raise(objects: ObjectLister, kind: str, namespace: str, name: str) ->
 # Field access on raw objects (absent fields read as Go's zero values)
 
 
+_EMPTY: Final[Mapping[str, Any]] = {}
+
+
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     value = obj.get("metadata")
-    return value if isinstance(value, Mapping) else {}
+    if value.__class__ is dict:  # the common case, without an ABC isinstance check (hot in Filter)
+        return value
+    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     value = obj.get("spec")
-    return value if isinstance(value, Mapping) else {}
+    if value.__class__ is dict:
+        return value
+    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def name_of(obj: Mapping[str, Any]) -> str:
@@ -229,6 +236,34 @@ def check_node_affinity(pv: Mapping[str, Any], node_labels: Mapping[str, str]) -
     return node_affinity_error(pv, node_labels) is None
 
 
+LabelCheck = Callable[[Mapping[str, str]], bool]
+
+
+def _always(labels: Mapping[str, str]) -> bool:
+    return True
+
+
+def node_affinity_check(pv: Mapping[str, Any]) -> tuple[LabelCheck, tuple[str, frozenset[str]] | None]:
+    """CheckNodeAffinity compiled for one PV: (labels -> admits, an index hint). The hint is (key, values) when
+    the affinity is a single term requiring `key In values`: only nodes with such a label can be admitted, so
+    callers may look candidates up by the node's value instead of trying each one."""
+    affinity = spec(pv).get("nodeAffinity")
+    required = affinity.get("required") if isinstance(affinity, Mapping) else None
+    if required is None:
+        return _always, None
+    match = _compiled_affinity(required).matcher()
+    hint = None
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    term = terms[0] if isinstance(terms, list) and len(terms) == 1 else None
+    if isinstance(term, Mapping) and not term.get("matchFields"):
+        for expr in term.get("matchExpressions") or []:
+            values = expr.get("values") if isinstance(expr, Mapping) else None
+            if expr.get("operator") == "In" and isinstance(values, list) and isinstance(expr.get("key"), str):
+                hint = (str(expr["key"]), frozenset(str(v) for v in values))
+                break
+    return (lambda labels: match(labels, "")), hint
+
+
 def is_delay_binding_mode(pvc: Mapping[str, Any], objects: ObjectLister) -> bool:
     """IsDelayBindingMode: the claim's class exists and is WaitForFirstConsumer (no class: Immediate)."""
     class_name = claim_class(pvc)
@@ -356,6 +391,111 @@ class Candidate:
     name: str
     capacity: int
     prebound: bool  # its claimRef already names the claim: it wins (or loses) outright
+    admits: LabelCheck = _always  # its node affinity, compiled
+    hint: tuple[str, frozenset[str]] | None = None  # see node_affinity_check
+
+
+class CandidateIndex:
+    """A claim's candidates looked up per node: those whose affinity requires `key In values` are filed under
+    each value, so a node sees only the candidates its labels could satisfy (plus every pre-bound candidate and
+    every candidate without such a hint), in the original order. Local PVs pinned by hostname cost O(1) per
+    node instead of a pass over every PV."""
+
+    __slots__ = ("_always", "_by_key", "candidates")
+
+    def __init__(self, candidates: list[Candidate]) -> None:
+        self.candidates = candidates
+        self._always: list[int] = []
+        self._by_key: dict[str, dict[str, list[int]]] = {}
+        for i, cand in enumerate(candidates):
+            if cand.prebound or cand.hint is None:
+                self._always.append(i)
+                continue
+            key, values = cand.hint
+            table = self._by_key.setdefault(key, {})
+            for value in values:
+                table.setdefault(value, []).append(i)
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def for_node(self, labels: Mapping[str, str]) -> list[Candidate]:
+        if not self._by_key:
+            return self.candidates
+        picked = list(self._always)
+        sources = 1 if picked else 0
+        for key, table in self._by_key.items():
+            value = labels.get(key)
+            if value is not None:
+                hits = table.get(value)
+                if hits:
+                    picked.extend(hits)
+                    sources += 1
+        if sources > 1:
+            picked = sorted(set(picked))
+        cands = self.candidates
+        return [cands[i] for i in picked]
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeFacts:
+    """What FindMatchingVolume reads of one PV object, parsed once per object (the store never mutates one)."""
+
+    pv: JSON
+    name: str
+    capacity: int
+    volume_mode: str
+    vac: str
+    deleting: bool
+    available: bool
+    storage_class: str
+    access_modes: frozenset[str]
+    labels: Mapping[str, str]
+    claim_ref: tuple[str, str, str] | None  # (namespace, name, uid)
+    admits: LabelCheck
+    hint: tuple[str, frozenset[str]] | None
+
+    @classmethod
+    def of(cls, pv: JSON) -> VolumeFacts:
+        pv_spec = spec(pv)
+        raw_ref = pv_spec.get("claimRef")
+        ref = None
+        if raw_ref is not None:
+            r = raw_ref if isinstance(raw_ref, Mapping) else {}
+            ref = (str(r.get("namespace") or ""), str(r.get("name") or ""), str(r.get("uid") or ""))
+        admits, hint = node_affinity_check(pv)
+        return cls(
+            pv,
+            name_of(pv),
+            pv_capacity(pv),
+            str(pv_spec.get("volumeMode") or FILESYSTEM),
+            str(pv_spec.get("volumeAttributesClassName") or ""),
+            is_deleting(pv),
+            phase_of(pv) == VOLUME_AVAILABLE,
+            volume_class(pv),
+            frozenset(access_modes(pv)),
+            labels_of(pv),
+            ref,
+            admits,
+            hint,
+        )
+
+
+_FACTS_CACHE: collections.OrderedDict[int, VolumeFacts] = collections.OrderedDict()
+_FACTS_CACHE_LIMIT: Final = 100_000
+
+
+def volume_facts(pv: JSON) -> VolumeFacts:
+    """VolumeFacts of a PV object, cached by identity (the entry holds the object, so its id stays unique)."""
+    key = id(pv)
+    facts = _FACTS_CACHE.get(key)
+    if facts is not None and facts.pv is pv:
+        return facts
+    facts = VolumeFacts.of(pv)
+    _FACTS_CACHE[key] = facts
+    if len(_FACTS_CACHE) > _FACTS_CACHE_LIMIT:
+        _FACTS_CACHE.popitem(last=False)
+    return facts
 
 
 def match_candidates(
@@ -368,7 +508,8 @@ def match_candidates(
 ) -> list[Candidate]:
     """The PVs of `volumes` that could satisfy pvc on some node, in order (FindMatchingVolume minus the
     excluded set and node affinity). `scheduler_path` is upstream's node != nil."""
-    claim_vac = str(spec(pvc).get("volumeAttributesClassName") or "")
+    claim_spec = spec(pvc)
+    claim_vac = str(claim_spec.get("volumeAttributesClassName") or "")
     if not vac_enabled and claim_vac:
         raise StorageError(
             f"unsupported volumeAttributesClassName is set on claim {namespace_of(pvc)}/{name_of(pvc)} "
@@ -376,66 +517,78 @@ def match_candidates(
         )
     requested = storage_request(pvc) or 0
     requested_class = claim_class(pvc)
+    claim_mode = str(claim_spec.get("volumeMode") or FILESYSTEM)
+    wanted_modes = frozenset(access_modes(pvc))
+    claim_ns, claim_name = namespace_of(pvc), name_of(pvc)
+    claim_uid = str(meta(pvc).get("uid") or "")
     selector = None
-    raw_selector = spec(pvc).get("selector")
+    raw_selector = claim_spec.get("selector")
     if raw_selector is not None:
         try:
             selector = compile_label_selector(raw_selector)
         except SelectorError as exc:
             raise StorageError(
-                f"error creating internal label selector for claim: {namespace_of(pvc)}/{name_of(pvc)}: {exc}"
+                f"error creating internal label selector for claim: {claim_ns}/{claim_name}: {exc}"
             ) from exc
     out: list[Candidate] = []
     for pv in volumes:
-        pv_spec = spec(pv)
-        ref = pv_spec.get("claimRef")
-        if ref is not None and not is_volume_bound_to_claim(pv, pvc):
+        f = volume_facts(pv)
+        ref = f.claim_ref
+        # IsVolumeBoundToClaim: a claimRef naming another claim (or another uid of this one) excludes the PV
+        if ref is not None and (ref[0] != claim_ns or ref[1] != claim_name or (ref[2] and ref[2] != claim_uid)):
             continue
-        qty = pv_capacity(pv)
-        if qty < requested:
+        if f.capacity < requested or f.volume_mode != claim_mode:
             continue
-        if volume_mode_mismatch(pvc, pv):
+        if vac_enabled and claim_vac != f.vac:
             continue
-        volume_vac = str(pv_spec.get("volumeAttributesClassName") or "")
-        if vac_enabled and claim_vac != volume_vac:
+        if not vac_enabled and f.vac:
             continue
-        if not vac_enabled and volume_vac:
+        if f.deleting:
             continue
-        if is_deleting(pv):
-            continue
-        prebound = ref is not None  # bound to this claim (checked above)
+        prebound = ref is not None
         if not prebound:
             if not scheduler_path and delay_binding:
                 continue
-            if phase_of(pv) != VOLUME_AVAILABLE:
+            if not f.available:
                 continue
-            if selector is not None and not selector.matches(labels_of(pv)):
+            if selector is not None and not selector.matches(f.labels):
                 continue
-            if volume_class(pv) != requested_class:
+            if f.storage_class != requested_class:
                 continue
-            if scheduler_path and not access_modes_satisfied(pvc, pv):
+            if scheduler_path and not wanted_modes <= f.access_modes:
                 continue
-        out.append(Candidate(pv, name_of(pv), qty, prebound))
+        if scheduler_path:
+            out.append(Candidate(pv, f.name, f.capacity, prebound, f.admits, f.hint))
+        else:
+            out.append(Candidate(pv, f.name, f.capacity, prebound))
     return out
 
 
 def pick_volume(
     candidates: Sequence[Candidate], node_labels: Mapping[str, str] | None, excluded: Mapping[str, Any]
 ) -> JSON | None:
-    """The PV FindMatchingVolume returns among candidates: the first pre-bound one if its node affinity
-    holds (None if it does not), else the smallest whose node affinity holds (node_labels None: no check)."""
+    """The PV FindMatchingVolume returns among candidates (see pick_candidate)."""
+    cand = pick_candidate(candidates, node_labels, excluded)
+    return cand.pv if cand is not None else None
+
+
+def pick_candidate(
+    candidates: Sequence[Candidate], node_labels: Mapping[str, str] | None, excluded: Mapping[str, Any]
+) -> Candidate | None:
+    """The candidate FindMatchingVolume returns: the first pre-bound one if its node affinity holds (None if it
+    does not), else the smallest whose node affinity holds (node_labels None: no check)."""
     smallest: Candidate | None = None
     for cand in candidates:
         if cand.name in excluded:
             continue
-        valid = node_labels is None or check_node_affinity(cand.pv, node_labels)
+        valid = node_labels is None or cand.admits(node_labels)
         if cand.prebound:
-            return cand.pv if valid else None
+            return cand if valid else None
         if not valid:
             continue
         if smallest is None or smallest.capacity > cand.capacity:
             smallest = cand
-    return smallest.pv if smallest is not None else None
+    return smallest
 
 
 def find_matching_volume(

@@ -40,7 +40,7 @@ from scheduler.plugins.storage import (
     ANN_SELECTED_NODE,
     MIGRATED_PLUGINS_ANNOTATION,
     NOT_SUPPORTED_PROVISIONER,
-    Candidate,
+    CandidateIndex,
     NotFoundError,
     StorageError,
     annotations_of,
@@ -54,7 +54,7 @@ from scheduler.plugins.storage import (
     match_topology_selector_terms,
     name_of,
     node_affinity_error,
-    pick_volume,
+    pick_candidate,
     pod_claim_volumes,
     pv_capacity,
     quantity_bytes,
@@ -152,18 +152,51 @@ class PVAssumeCache(AssumeCache):
 
     def __init__(self, objects: ObjectLister) -> None:
         super().__init__(objects, PERSISTENT_VOLUME, "persistentvolumes")
-        self._index: dict[str, list[JSON]] = {}
+        self._by_class: dict[str, dict[str, JSON]] = {}  # class -> PV name -> PV
+        self._class_of: dict[str, str] = {}  # PV name -> its class in _by_class
         self._index_generation = -1
+
+    def _refresh(self) -> None:
+        """Bring the class index up to date: from the store's change log when it reaches back far enough
+        (a scheduling cycle usually follows one or two PV changes), else from a full LIST."""
+        objects = self._objects
+        generation = objects.generation(PERSISTENT_VOLUME)
+        if generation == self._index_generation:
+            return
+        changed = objects.changed_since(PERSISTENT_VOLUME, self._index_generation)
+        if changed is None or self._index_generation < 0:
+            self._by_class, self._class_of = {}, {}
+            for pv in objects.list(PERSISTENT_VOLUME):
+                self._file(pv)
+        else:
+            for _, name in changed:
+                old_class = self._class_of.pop(name, None)
+                if old_class is not None:
+                    self._by_class[old_class].pop(name, None)
+                current = objects.get(PERSISTENT_VOLUME, "", name)
+                if current is not None:
+                    self._file(current)
+        self._index_generation = generation
+
+    def _file(self, pv: JSON) -> None:
+        name, cls = name_of(pv), volume_class(pv)
+        self._by_class.setdefault(cls, {})[name] = pv
+        self._class_of[name] = cls
 
     def list_pvs(self, storage_class: str) -> list[JSON]:
         """ListPVs: the PVs of a class (indexed on the stored object), assumed versions included."""
-        generation = self._objects.generation(PERSISTENT_VOLUME)
-        if generation != self._index_generation:
-            index: dict[str, list[JSON]] = {}
-            for pv in self._objects.list(PERSISTENT_VOLUME):
-                index.setdefault(volume_class(pv), []).append(pv)
-            self._index, self._index_generation = index, generation
-        return self.replace_assumed(self._index.get(storage_class, []))
+        self._refresh()
+        pvs = self._by_class.get(storage_class)
+        if not pvs:
+            return []
+        if not self._assumed:
+            return list(pvs.values())
+        assumed = self._assumed
+        out = []
+        for name, pv in pvs.items():
+            shadow = assumed.get(name)
+            out.append(shadow if shadow is not None and resource_version(shadow) == resource_version(pv) else pv)
+        return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -176,13 +209,16 @@ class BindingInfo:
 
     pvc: JSON
     pv: JSON
+    _resource: tuple[int, int] | None = None
 
     def storage_class_name(self) -> str:
         return str(spec(self.pv).get("storageClassName") or "")
 
     def storage_resource(self) -> tuple[int, int]:
-        """(requested, capacity) in bytes."""
-        return storage_request(self.pvc) or 0, pv_capacity(self.pv)
+        """(requested, capacity) in bytes (parsed once: Score asks for every node)."""
+        if self._resource is None:
+            self._resource = (storage_request(self.pvc) or 0, pv_capacity(self.pv))
+        return self._resource
 
 
 @dataclass(slots=True)
@@ -209,10 +245,10 @@ class PodVolumeClaims:
     unbound_claims_delay_binding: list[JSON] = field(default_factory=list)
     unbound_claims_immediate: list[JSON] = field(default_factory=list)
     unbound_volumes_delay_binding: dict[str, list[JSON]] = field(default_factory=dict)
-    # Filled lazily during the cycle: each delayed claim's node-independent PV candidates, the claims
-    # sorted by size, and the CSIStorageCapacity objects.
-    candidates: dict[str, list[Candidate]] = field(default_factory=dict)
-    sorted_delay_claims: list[JSON] | None = None
+    # Filled lazily during the cycle: each delayed claim's node-independent PV candidates, the claims to
+    # match sorted by size (with their keys), and the CSIStorageCapacity objects.
+    candidates: dict[str, CandidateIndex] = field(default_factory=dict)
+    match_order: list[tuple[str, JSON, int]] | None = None
     capacities: list[JSON] | None = None
 
 
@@ -388,23 +424,24 @@ class VolumeBinder:
     ) -> tuple[bool, list[BindingInfo], list[JSON]]:
         """findMatchingVolumes: claims by increasing request, each taking the smallest fitting PV not chosen
         already for this pod; (all matched, bindings, claims left to provision)."""
-        ordered = sorted(to_match, key=lambda c: storage_request(c) or 0)
+        if claims.match_order is None:  # the same claims on every node (those without selected-node)
+            sized = [(storage_request(pvc) or 0, pvc) for pvc in to_match]
+            claims.match_order = [(key_of(pvc), pvc, size) for size, pvc in sorted(sized, key=lambda s: s[0])]
         chosen: dict[str, JSON] = {}
         bindings: list[BindingInfo] = []
         unmatched: list[JSON] = []
-        for pvc in ordered:
-            key = key_of(pvc)
+        for key, pvc, size in claims.match_order:
             candidates = claims.candidates.get(key)
             if candidates is None:
                 pvs = claims.unbound_volumes_delay_binding.get(claim_class(pvc), [])
-                candidates = match_candidates(pvc, pvs, scheduler_path=True, delay_binding=True)
+                candidates = CandidateIndex(match_candidates(pvc, pvs, scheduler_path=True, delay_binding=True))
                 claims.candidates[key] = candidates
-            pv = pick_volume(candidates, labels, chosen)
-            if pv is None:
+            cand = pick_candidate(candidates.for_node(labels), labels, chosen)
+            if cand is None:
                 unmatched.append(pvc)
                 continue
-            chosen[name_of(pv)] = pv
-            bindings.append(BindingInfo(pvc, pv))
+            chosen[cand.name] = cand.pv
+            bindings.append(BindingInfo(pvc, cand.pv, (size, cand.capacity)))
         return not unmatched, bindings, unmatched
 
     def _check_volume_provisions(

@@ -446,10 +446,10 @@ class VolumeBinding(
                 {"claim": claim, "rule": "selected-node", "selectedNode": selected},
             )
         class_name = claim_class(pvc)
-        candidates = claims.candidates.get(claim, [])
+        index = claims.candidates.get(claim)
         static = f"no available PersistentVolume of class {class_name!r} fits it on this node"
-        if candidates:
-            static += f" ({len(candidates)} candidate(s) elsewhere or already chosen)"
+        if index is not None and len(index):
+            static += f" ({len(index)} candidate(s) elsewhere or already chosen)"
         cls = self.handle.objects.get(STORAGE_CLASS, "", class_name)
         provisioner = str(cls.get("provisioner") or "") if cls is not None else ""
         if cls is None:
