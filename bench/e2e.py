@@ -607,7 +607,8 @@ class SchedulerUnderTest:
                 if not self.process.running():
                     raise RuntimeError(f"pyscheduler exited with {self.process.poll()}:\n{self.process.tail()}")
                 with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                    async with session.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                    # The secure port (self-signed certificate); /readyz needs no token.
+                    async with session.get(f"https://127.0.0.1:{port}/readyz", ssl=False) as resp:
                         if resp.status == 200:
                             return
                 if time.monotonic() > deadline:

@@ -8,20 +8,9 @@ import sys
 from collections.abc import Sequence
 
 from scheduler.config.errors import ConfigError
-from scheduler.config.types import SchedulerConfiguration
+from scheduler.core.profile import load_config_or_report
 
 EXIT_USAGE = 2
-
-
-def load_config_or_report(path: str | None) -> SchedulerConfiguration | None:
-    """The configuration --config names; None after printing `error: <field>: <problem>` when it is invalid."""
-    from scheduler.core.profile import config_from_path
-
-    try:
-        return config_from_path(path)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return None
 
 
 def _split_pod_ref(ref: str) -> tuple[str, str]:
@@ -32,27 +21,31 @@ def _split_pod_ref(ref: str) -> tuple[str, str]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from scheduler.config.documents import DocumentError, decode_text
     from scheduler.core.explain import render_text
     from scheduler.simulate import InputError, load_documents, render_table, simulate
 
-    config = load_config_or_report(args.config)
+    config = load_config_or_report(args.config, plugins=args.plugin)
     if config is None:
         return EXIT_USAGE
     try:
         if args.cluster == "-":
-            text = sys.stdin.read()
+            data = sys.stdin.buffer.read()
         else:
-            with open(args.cluster, encoding="utf-8") as fh:
-                text = fh.read()
+            with open(args.cluster, "rb") as fh:
+                data = fh.read()
+        objects = load_documents(decode_text(data, args.cluster), args.cluster)
     except OSError as exc:
         print(f"error: {args.cluster}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        objects = load_documents(text, args.cluster)
-    except InputError as exc:
+    except (InputError, DocumentError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    result = simulate(objects, config, seed=args.seed)
+    try:
+        result = simulate(objects, config, seed=args.seed)
+    except ConfigError as exc:  # a plugin that fails to start
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     explanation = None
     if args.explain:
         ns, name = _split_pod_ref(args.explain)
@@ -96,16 +89,60 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="schedule pods that name this scheduler in a live cluster")
     run.add_argument("--kubeconfig", default=None, help="kubeconfig path (in-cluster config when omitted)")
     run.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
-    run.add_argument("--port", type=int, default=10259, help="HTTP port for health, metrics and debug endpoints")
-    run.add_argument("--bind-address", default="0.0.0.0", help="address the HTTP endpoints listen on")
+    run.add_argument(
+        "--port",
+        type=int,
+        default=10259,
+        help="HTTPS port for health, metrics and debug endpoints (kube-scheduler's secure port 10259)",
+    )
+    run.add_argument(
+        "--bind-address", default="0.0.0.0", help="IP address the endpoints listen on (default: all interfaces)"
+    )
+    run.add_argument(
+        "--tls-cert-file",
+        default=None,
+        metavar="PATH",
+        help="PEM serving certificate (chain, server certificate first); without it and --tls-private-key-file a "
+        "self-signed certificate is generated in memory at start",
+    )
+    run.add_argument("--tls-private-key-file", default=None, metavar="PATH", help="PEM key of --tls-cert-file")
+    run.add_argument(
+        "--client-ca-file",
+        default=None,
+        metavar="PATH",
+        help="also authenticate callers by a client certificate signed by this CA (CN user, O groups)",
+    )
+    run.add_argument(
+        "--authorization-always-allow-paths",
+        default="/healthz,/readyz,/livez",
+        metavar="PATHS",
+        help="comma-separated paths served to anyone without authentication or authorization (a trailing * "
+        "matches a prefix; empty: none). Every other path needs a caller the API server authenticates "
+        "(TokenReview) and authorizes (SubjectAccessReview)",
+    )
+    run.add_argument(
+        "--insecure-serving",
+        action="store_true",
+        help="FOR LOCAL DEBUGGING ONLY: serve plain HTTP with no authentication and no authorization, so "
+        "anyone who reaches the port can read metrics and (with --enable-debug-handlers) cluster state",
+    )
     run.add_argument("--resync-period", type=float, default=300.0, help="seconds between cache re-LISTs")
     run.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity (klog-style 0-10)")
     run.add_argument("--log-format", choices=("text", "json"), default="text")
     run.add_argument(
         "--enable-debug-handlers",
         action="store_true",
-        help="serve /debug/flags/v (PUT to change -v at runtime), /debug/cache, /debug/cache/compare and "
-        "/debug/explain/NS/NAME on --port (off by default: they expose cluster state)",
+        help="serve /debug/flags/v (PUT to change -v at runtime), /debug/cache, /debug/cache/compare, "
+        "/debug/explain/NS/NAME and /debug/pyscheduler/stats on --port (off by default: they expose cluster "
+        "state; callers need RBAC on nonResourceURLs /debug/*)",
+    )
+    run.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="load an out-of-tree plugin class (repeatable); enable it by name in --config's profiles. "
+        "Installed packages with a 'pyscheduler.plugins' entry point are loaded without this flag",
     )
     run.set_defaults(func=cmd_run)
 
@@ -115,20 +152,59 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--output", "-o", choices=("table", "json"), default="table")
     sim.add_argument("--seed", type=int, default=0, help="seed for breaking ties between equally good nodes")
     sim.add_argument("--explain", metavar="NS/NAME", default=None, help="explain one pod node by node")
+    sim.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="load an out-of-tree plugin class (repeatable); enable it by name in --config's profiles. "
+        "Installed packages with a 'pyscheduler.plugins' entry point are loaded without this flag",
+    )
     sim.set_defaults(func=cmd_simulate)
 
     exp = sub.add_parser("explain", help="explain node by node why a live pod is where it is or is Pending")
-    exp.add_argument("pod", metavar="NS/NAME", help="the pod (a bare NAME is in namespace default)")
-    exp.add_argument("--kubeconfig", default=None, help="kubeconfig path (in-cluster config when omitted)")
+    exp.add_argument("pod", metavar="[NS/]NAME", help="the pod (a bare NAME is in namespace default, or -n)")
+    exp.add_argument("-n", "--namespace", default=None, help="the pod's namespace (as kubectl's -n)")
+    exp.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig path (default as kubectl: $KUBECONFIG, ~/.kube/config, else in-cluster)",
+    )
+    exp.add_argument("--context", default=None, help="kubeconfig context (default: its current-context)")
+    exp.add_argument("--all-nodes", action="store_true", help="list every node's verdict, not groups of nodes")
     exp.add_argument(
         "--server",
         default=None,
         metavar="URL",
-        help="ask a running pyscheduler (started with --enable-debug-handlers), e.g. http://127.0.0.1:10259; "
+        help="ask a running pyscheduler (started with --enable-debug-handlers), e.g. https://127.0.0.1:10259; "
         "without it, LIST the cluster and explain locally",
+    )
+    exp.add_argument(
+        "--token",
+        default=None,
+        help="bearer token for --server (default: the kubeconfig user's token, else the in-cluster one)",
+    )
+    exp.add_argument(
+        "--certificate-authority",
+        default=None,
+        metavar="PATH",
+        help="CA file to verify the --server certificate with (default: the system CAs)",
+    )
+    exp.add_argument(
+        "--insecure-skip-tls-verify",
+        action="store_true",
+        help="do not verify the --server certificate (needed for pyscheduler's default self-signed one)",
     )
     exp.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (without --server)")
     exp.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    exp.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="load an out-of-tree plugin class (repeatable); enable it by name in --config's profiles. "
+        "Installed packages with a 'pyscheduler.plugins' entry point are loaded without this flag",
+    )
     exp.set_defaults(func=cmd_explain)
     return parser
 
@@ -137,3 +213,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     code: int = args.func(args)
     return code
+
+
+def kubectl_main(argv: Sequence[str] | None = None) -> int:
+    """`kubectl pyscheduler ...`: the kubectl plugin (an executable named kubectl-pyscheduler on the PATH).
+
+    `kubectl pyscheduler explain -n NS POD [-o json] [--context CTX]` uses the user's kubeconfig and context
+    like any kubectl plugin; every `pyscheduler` subcommand works the same way after `kubectl pyscheduler`.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(
+            "usage: kubectl pyscheduler explain [-n NAMESPACE] POD [-o text|json] [--context CTX] [--all-nodes]\n"
+            "       kubectl pyscheduler simulate CLUSTER.yaml [--explain NS/NAME]\n"
+            "Why is my pod Pending? pyscheduler's node-by-node answer and what would make it fit."
+        )
+        return 0 if args else EXIT_USAGE
+    return main(args)

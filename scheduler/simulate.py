@@ -13,9 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from scheduler.adapters.memory import MemoryCluster
+from scheduler.config.documents import DocumentError, load_all
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.clock import FakeClock
 from scheduler.core.explain import Explanation, explain_pod
@@ -24,6 +23,7 @@ from scheduler.core.scheduler import Scheduler
 from scheduler.framework.objects import KINDS
 from scheduler.framework.types import ParseError, parse_node, parse_pod, tolerations_tolerate
 from scheduler.plugins.node_affinity import RequiredNodeAffinity
+from scheduler.validation import validate
 
 JSON = dict[str, Any]
 SUPPORTED_KINDS = ("Node", "Pod", "DaemonSet", *sorted(KINDS))
@@ -74,11 +74,12 @@ class SimulationResult:
 
 
 def load_documents(text: str, source: str = "input") -> list[JSON]:
-    """Parse YAML documents (or v1 Lists) into objects, validating each so nothing runs on bad input."""
+    """Parse YAML documents, a JSON document, or v1 Lists into objects, validating each as the API server
+    would (the fields the scheduler reads), so nothing runs on bad input. Duplicate objects are refused."""
     try:
-        docs = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: invalid YAML: {exc}") from exc
+        docs = load_all(text, source)
+    except DocumentError as exc:
+        raise InputError(str(exc)) from exc
     objects: list[JSON] = []
     for index, doc in enumerate(docs):
         if doc is None:
@@ -94,7 +95,22 @@ def load_documents(text: str, source: str = "input") -> list[JSON]:
                 objects.append(_validated(item, f"{where}: items[{j}]"))
         else:
             objects.append(_validated(doc, where))
+    _refuse_duplicates(objects, source)
     return objects
+
+
+def _refuse_duplicates(objects: list[JSON], source: str) -> None:
+    """Two objects of one kind with the same namespace/name cannot both exist (AlreadyExists)."""
+    seen: set[tuple[str, str, str]] = set()
+    for obj in objects:
+        kind = str(obj["kind"])
+        meta = obj.get("metadata") or {}
+        namespaced = kind in ("Pod", "DaemonSet") or (kind in KINDS and KINDS[kind].namespaced)
+        key = (kind, str(meta.get("namespace") or "default") if namespaced else "", str(meta.get("name")))
+        if key in seen:
+            ref = f"{key[1]}/{key[2]}" if namespaced else key[2]
+            raise InputError(f"{source}: duplicate {kind} {ref}: an object can appear only once")
+        seen.add(key)
 
 
 def _validated(obj: Any, where: str) -> JSON:
@@ -105,6 +121,11 @@ def _validated(obj: Any, where: str) -> JSON:
         raise InputError(f"{where}: kind: unsupported value {kind!r}; supported: {', '.join(SUPPORTED_KINDS)}")
     name = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
     label = f"{where} ({kind} {name or '?'})"
+    namespaced = kind in ("Pod", "DaemonSet") or (kind in KINDS and KINDS[kind].namespaced)
+    errors = validate(obj, namespaced=namespaced)
+    if errors:
+        shown = "; ".join(errors[:5]) + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else "")
+        raise InputError(f"{label}: {shown}")
     try:
         if kind == "Node":
             parse_node(obj)
@@ -116,7 +137,7 @@ def _validated(obj: Any, where: str) -> JSON:
             _validated_object(obj, str(kind))
     except ParseError as exc:
         raise InputError(f"{label}: {exc}") from exc
-    except (KeyError, TypeError, AttributeError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise InputError(f"{label}: malformed object: {exc}") from exc
     return obj
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.backend.cache.snapshot import Snapshot
-from scheduler.framework.interface import Binder, VolumeWriter
+from scheduler.framework.interface import Binder, VolumeWriter, WaitingPodView
 from scheduler.framework.objects import ObjectLister
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import (
     REGION_LABEL,
     ZONE_LABEL,
@@ -600,6 +600,15 @@ class StaticHandle:
     @property
     def objects(self) -> ObjectLister:
         return self._objects
+
+    def get_waiting_pod(self, uid: str) -> WaitingPodView | None:
+        return None
+
+    def iterate_over_waiting_pods(self) -> list[WaitingPodView]:
+        return []
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return False
 
     @property
     def cluster_objects(self) -> ClusterObjects:

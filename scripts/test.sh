@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Every check CI runs, in one command: ruff, mypy, import-linter, then pytest (unit and e2e tests; the e2e
-# tests run a real etcd + kube-apiserver + kube-controller-manager built from Go modules).
-# Idempotent: creates the venv / reinstalls the project only when pyproject.toml changed, and builds the
-# control-plane binaries only when they are missing (tests/cluster/build.sh). Exits non-zero if any check
-# fails, or if pytest ran no test at all (its exit code 5).
+# tests run a real etcd + kube-apiserver + kube-controller-manager built from Go modules, and the image test
+# builds the Dockerfile with podman and runs it against them).
+# First scripts/setup.sh, idempotent: installs the missing Debian packages (scripts/install-system-packages.sh),
+# creates the venv / reinstalls the project only when pyproject.toml changed, and builds the control-plane
+# binaries only when they are missing (tests/cluster/build.sh). Arguments go to pytest (e.g. -m 'not image').
+# Exits non-zero if any check fails, if pytest ran no test at all (its exit code 5), or if a process started
+# by the tests outlives them.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,7 +22,7 @@ run() {
 run .venv/bin/ruff check .
 # mypy gets the configured directories that exist (a missing one is an error for mypy).
 mypy_paths=()
-for dir in scheduler tests bench; do [[ -d $dir ]] && mypy_paths+=("$dir"); done
+for dir in scheduler tests bench examples/plugins; do [[ -d $dir ]] && mypy_paths+=("$dir"); done
 run .venv/bin/mypy "${mypy_paths[@]}"
 run .venv/bin/lint-imports
 
@@ -38,12 +41,14 @@ elif ((status != 0)); then
     failed+=(pytest)
 fi
 
-# No process started by the tests may outlive them.
+# No process started by the tests may outlive them: none with the marker in its environment, and none with
+# it in its command line (podman's conmon gets an environment of its own; test containers are named after the
+# marker: tests/e2e/test_image.py).
 leftovers=()
-for environ in /proc/[0-9]*/environ; do
-    if grep -qaxz -- "$run_marker" "$environ" 2>/dev/null; then
-        pid=${environ#/proc/}
-        leftovers+=("${pid%/environ}")
+for proc in /proc/[0-9]*; do
+    if grep -qaxz -- "$run_marker" "$proc/environ" 2>/dev/null ||
+        grep -qaF -- "${run_marker#*=}" "$proc/cmdline" 2>/dev/null; then
+        leftovers+=("${proc#/proc/}")
     fi
 done
 if ((${#leftovers[@]})); then

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scheduler.cli import EXIT_USAGE, main
+from scheduler.testing import make_node, make_pod
 
 EXAMPLE = str(Path(__file__).resolve().parent.parent / "examples" / "vanished-node.yaml")
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -87,3 +90,94 @@ def test_usage_error_without_subcommand(capsys: pytest.CaptureFixture[str]) -> N
         main([])
     assert exc.value.code == 2
     assert "usage:" in capsys.readouterr().err
+
+
+def test_simulate_with_an_out_of_tree_plugin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--plugin MODULE:CLASS plus a profile enabling it by name: the plugin's score decides the placement."""
+    monkeypatch.setattr("scheduler.core.profile._registry", None)  # the process-wide registry is restored after
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+        "- schedulerName: pyscheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: Recorder, weight: 10}]\n"
+        "  pluginConfig:\n  - name: Recorder\n    args: {preferNode: b}\n"
+    )
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "\n---\n".join(
+            [yaml.safe_dump(make_node(n).obj()) for n in ("a", "b", "c")] + [yaml.safe_dump(make_pod("p").obj())]
+        )
+    )
+    code = main(["simulate", "--plugin", "tests.framework.plugin_samples:Recorder", "--config", str(cfg),
+                 str(cluster), "-o", "json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert json.loads(out.out)["pods"] == [{"namespace": "default", "name": "p", "node": "b", "message": None}]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--plugin", "nope"], "error: --plugin nope: expected MODULE:CLASS", id="bad-reference"),
+        pytest.param(
+            ["--plugin", "tests.framework.plugin_samples:NOT_A_PLUGIN"],
+            "expected a subclass of scheduler.framework.Plugin",
+            id="not-a-plugin",
+        ),
+    ],
+)
+def test_bad_plugin_flag_exits_2(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("scheduler.core.profile._registry", None)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump(make_node("a").obj()))
+    code = main(["simulate", *argv, str(cluster)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and "Traceback" not in err
+
+
+KUBECONFIGS = {
+    "not-yaml": (b"apiVersion: v1\nclusters: [1, 2\n", "invalid YAML"),
+    "binary": (b"\xff\xfe\x00\x01", "not UTF-8 text"),
+    "recursive-alias": (b"a: &a [*a]\n", "recursive"),
+    "not-a-mapping": (b"- 1\n- 2\n", "expected one YAML mapping"),
+    "no-context": (b"apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\ncurrent-context: x\n", "Invalid kube"),
+}
+
+
+@pytest.mark.parametrize("command", ["run", "explain"])
+@pytest.mark.parametrize(("content", "message"), KUBECONFIGS.values(), ids=KUBECONFIGS.keys())
+def test_bad_kubeconfig_is_one_line_and_exit_2(
+    command: str, content: bytes, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unreadable or malformed kubeconfig ends with one `error:` line naming the file, exit 2."""
+    path = tmp_path / "kubeconfig"
+    path.write_bytes(content)
+    argv = ["run", "--kubeconfig", str(path)] if command == "run" else ["explain", "ns/p", "--kubeconfig", str(path)]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: kubeconfig {path}"), err
+    assert message in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["-v", "-3"], "error: -v: -3 is not a verbosity (0-10)", id="negative-verbosity"),
+        pytest.param(["--resync-period", "-5"], "error: --resync-period: -5.0 is not a number", id="negative-resync"),
+        pytest.param(["--resync-period", "inf"], "error: --resync-period: inf is not a number", id="infinite-resync"),
+        pytest.param(["--port", "70000"], "error: --port: 70000 is not a TCP port", id="port"),
+        pytest.param(["--bind-address", "999.1.1.1"], "error: --bind-address:", id="bind-address"),
+        pytest.param(["--kubeconfig", "/nonexistent/kubeconfig"], "no such file", id="missing-kubeconfig"),
+    ],
+)
+def test_bad_run_flags_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", *argv])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert message in err and "Traceback" not in err

@@ -135,12 +135,12 @@ def _write(tmp_path: Path, docs: list[JSON]) -> Path:
     [
         pytest.param(
             [make_node("n1").obj(), make_pod("bad").req(cpu="lots").obj()],
-            ["document 2", "Pod bad", "spec.containers[0].resources.requests.cpu", "lots"],
+            ["document 2", "Pod bad", "spec.containers[0].resources.requests[cpu]", "lots"],
             id="bad-quantity",
         ),
         pytest.param(
-            [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}],
-            ["document 1", "kind", "'ConfigMap'"],
+            [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}],
+            ["document 1", "kind", "'Secret'"],
             id="unknown-kind",
         ),
         pytest.param(

@@ -32,6 +32,7 @@ from scheduler.config.defaults import (
     KIND,
     UPSTREAM_PLUGIN_NAMES,
 )
+from scheduler.config.documents import DepthCheckedLoader, DocumentError, bounded, decode_text
 from scheduler.config.errors import ConfigError
 from scheduler.config.types import (
     EXTENSION_POINTS,
@@ -112,6 +113,8 @@ _PLUGIN_CONFIG_FIELDS = frozenset({"name", "args"})
 _YAML_TO_POINT: Mapping[str, str] = MappingProxyType({v: k for k, v in POINT_YAML_KEYS.items()})
 
 _MISSING: Any = object()
+MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a configuration is a few KiB; refuse what cannot be one
+MAX_CONFIG_VALUES = 200_000  # values after following YAML aliases
 _REQUIRED_POINTS: tuple[tuple[ExtensionPoint, str], ...] = (
     ("queue_sort", "exactly one queue sort plugin required, got none"),
     ("bind", "at least one bind plugin required, none is enabled"),
@@ -230,19 +233,27 @@ def load_config_file(
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        if p.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{p}: config file is larger than {MAX_CONFIG_BYTES} bytes")
+        text = decode_text(p.read_bytes(), str(p))
     except OSError as e:
         raise ConfigError(f"{p}: cannot read config file: {e.strerror or e}") from e
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{p}: config file is not UTF-8 text: {e}") from e
-    loader = _StrictSafeLoader(text)
-    loader.name = str(p)  # YAML error marks name the file instead of "<unicode string>"
+    except DocumentError as e:
+        raise ConfigError(f"{e}") from e
+    loader: _StrictSafeLoader | None = None
     try:
-        raw = loader.get_single_data()
+        loader = _StrictSafeLoader(text)  # the reader checks characters here already: inside the try
+        loader.name = str(p)  # YAML error marks name the file instead of "<unicode string>"
+        raw = bounded(loader.get_single_data(), str(p), MAX_CONFIG_VALUES)
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: invalid YAML: {e}") from e
+    except DocumentError as e:
+        raise ConfigError(str(e)) from e
+    except (RecursionError, ValueError) as e:  # e.g. an integer of more than 4300 digits
+        raise ConfigError(f"{p}: invalid YAML: {e}") from e
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{p}: must contain a KubeSchedulerConfiguration mapping, got {_type_name(raw)}")
     return load_config(raw, known_plugins, parse_args, implements=implements, env=env)
@@ -539,6 +550,8 @@ def _call_parser(parse_args: ArgsParser, name: str, args: Mapping[str, Any] | No
         return parse_args(name, args)
     except (ValueError, TypeError) as e:  # ConfigError is a ValueError
         raise ConfigError(f"{where}: {e}") from e
+    except Exception as e:  # an out-of-tree plugin's parser with a bug: still one line naming the field
+        raise ConfigError(f"{where}: plugin {_q(name)} failed to parse its args: {type(e).__name__}: {e}") from e
 
 
 def _enabled_names(plugins: Plugins) -> set[str]:
@@ -739,7 +752,7 @@ def _fmt_seconds(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-class _StrictSafeLoader(yaml.SafeLoader):
+class _StrictSafeLoader(DepthCheckedLoader):
     """yaml.SafeLoader that rejects duplicate mapping keys (upstream's strict decoding does)."""
 
 

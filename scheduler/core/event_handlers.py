@@ -194,10 +194,19 @@ class EventHandlers:
     # ------------------------------------------------------------------ other objects
 
     def on_object_event(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        """Apply a watch event of another kind (Namespace, PersistentVolumeClaim, ...) to the object store."""
+        """Apply a watch event of another kind (Namespace, PersistentVolumeClaim, ...) to the object store,
+        tell the plugins that listen for that kind, and move the pods it may help."""
         action = self.s.objects.apply(kind, event_type, dict(obj))
-        if action:
-            self.s.move(ClusterEvent(kind, action))
+        if not action:
+            return
+        for fwk in self.s.profiles.values():
+            for plugin in fwk.object_listeners(kind):
+                try:
+                    plugin.on_object_event(kind, event_type, obj)
+                except Exception:  # a broken plugin must not stop the watch
+                    self.s.observer.plugin_error(plugin.name, "ObjectEvent")
+                    log.exception("plugin failed on an object event", extra={"plugin": plugin.name, "kind": kind})
+        self.s.move(ClusterEvent(kind, action))
 
     def resync_objects(self, kind: str, objects: list[Mapping[str, Any]]) -> dict[str, int]:
         """Converge one kind to a fresh LIST; a change moves the pods whose plugins registered the kind."""

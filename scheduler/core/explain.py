@@ -1,23 +1,32 @@
-"""Why is my pod where it is, or why is it Pending? Node by node, plugin by plugin.
+"""Why is my pod where it is, or why is it Pending? Node by node, plugin by plugin, and what would fix it.
 
 Unlike a scheduling cycle, which stops at the first rejecting plugin and samples nodes, an explanation
 runs every Filter plugin on every node so a person sees all the reasons a node is out, scores every
-feasible node, and names the pods holding a clashing host port.
+feasible node, adds each plugin's own detail (the pods holding a clashing host port...), and, for a pod
+that fits nowhere, the ranked changes that would make it fit (`fixes.py`: each one proven by re-running
+the filters). For a bound pod it says why its node won: the per-plugin scores against the runners-up.
+
+The JSON form (`to_json`) is versioned (`apiVersion`, documented in docs/explain.md); the text form groups
+nodes by their decisive reason so a 5000-node answer stays readable.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.core.fixes import Fix, find_fixes
 from scheduler.core.unsupported import find_unsupported, unsupported_message
 from scheduler.framework.fit_error import Diagnosis, FitError
 from scheduler.framework.interface import CycleState, ExplainDetail, ExplainExtensions
 from scheduler.framework.runtime import Framework
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
+
+API_VERSION = "explain.pyscheduler.io/v1"
+MAX_GROUP_NAMES = 5  # node names shown per group of nodes sharing a decisive reason
+MAX_RUNNERS_UP = 3
 
 CODE_TEXT = {
     Code.UNSCHEDULABLE: "Unschedulable",
@@ -57,6 +66,49 @@ class Explanation:
     message: str = ""  # the FailedScheduling message a cycle would produce now (empty when it fits)
     best: list[str] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)  # fields the fail-closed guard refuses the pod for
+    fixes: list[Fix] = field(default_factory=list)  # for a pod that fits nowhere: ranked, proven changes
+
+    def groups(self) -> list[tuple[str, list[str]]]:
+        """(decisive reason, node names) for nodes that are out, largest group first."""
+        by_reason: dict[str, list[str]] = {}
+        for v in self.nodes:
+            if v.excluded_by:
+                reason = f"PreFilter: {v.excluded_by}"
+            elif v.first_failure is not None:
+                reason = f"{v.first_failure.plugin}: {v.first_failure.message()}"
+            else:
+                continue
+            by_reason.setdefault(reason, []).append(v.node)
+        return sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+    def ranking(self) -> list[NodeVerdict]:
+        """Feasible, scored nodes from best to worst (ties by name)."""
+        scored = [v for v in self.nodes if v.feasible and v.total is not None]
+        return sorted(scored, key=lambda v: (-(v.total or 0), v.node))
+
+    def why(self) -> dict[str, Any] | None:
+        """For the node the pod is on (or would go to): its per-plugin scores against the runners-up."""
+        ranking = self.ranking()
+        chosen = next((v for v in ranking if v.node == self.current_node), None) if self.current_node else None
+        if chosen is None and ranking and not self.message:
+            chosen = ranking[0]
+        if chosen is None:
+            return None
+        others = [v for v in ranking if v.node != chosen.node][:MAX_RUNNERS_UP]
+        mine = dict(chosen.scores)
+        return {
+            "node": chosen.node,
+            "totalScore": chosen.total,
+            "scores": mine,
+            "runnersUp": [
+                {
+                    "node": v.node,
+                    "totalScore": v.total,
+                    "difference": {p: mine.get(p, 0) - s for p, s in v.scores if mine.get(p, 0) != s},
+                }
+                for v in others
+            ],
+        }
 
     def to_json(self) -> dict[str, Any]:
         def st(s: Status | None) -> dict[str, Any] | None:
@@ -65,6 +117,7 @@ class Explanation:
             return {"code": CODE_TEXT.get(s.code, "Success"), "plugin": s.plugin, "reasons": list(s.reasons)}
 
         return {
+            "apiVersion": API_VERSION,
             "pod": self.pod,
             "profile": self.profile,
             "currentNode": self.current_node or None,
@@ -74,6 +127,9 @@ class Explanation:
             },
             "message": self.message or None,
             "unsupportedFields": self.unsupported,
+            "fixes": [f.to_json() for f in self.fixes],
+            "why": self.why(),
+            "groups": [{"reason": r, "count": len(names), "nodes": names} for r, names in self.groups()],
             "bestNodes": self.best,
             "nodes": [
                 {
@@ -122,6 +178,10 @@ def explain_pod(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation
 def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     snap = _without_pod(snapshot, pod)
     expl = Explanation(pod=pod.key, profile=fwk.profile_name, current_node=pod.node_name)
+    if pod.node_name:
+        # A bound pod is evaluated as its scheduling cycle saw it: unbound, against every node (otherwise
+        # its own spec.nodeName would make NodeName keep only the node it is on).
+        pod = pod.with_node("")
     state = CycleState()
     nodes: list[NodeInfo] = snap.node_info_list
     pre_res, status, narrowing = fwk.run_pre_filter(state, pod, nodes)
@@ -139,18 +199,21 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
         return expl
     allowed = pre_res.node_names if pre_res is not None else None
     feasible: list[NodeInfo] = []
+    evaluated = [info for info in nodes if allowed is None or info.name in allowed]
+    verdicts = iter(fwk.run_filter_each(state, pod, evaluated))
+    extensions = {name: p for name, p in fwk.plugins.items() if isinstance(p, ExplainExtensions)}
     for info in nodes:
         verdict = NodeVerdict(info.name)
         if allowed is not None and info.name not in allowed:
             verdict.excluded_by = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]"
         else:
-            verdict.filters = fwk.run_filter_each(state, pod, info)
+            verdict.filters = next(verdicts)
             failure = verdict.first_failure
             if failure is None:
                 feasible.append(info)
             for plugin, st in verdict.filters:
-                extension = fwk.plugins.get(plugin)
-                if isinstance(extension, ExplainExtensions) and (st is None or st.code != Code.SKIP):
+                extension = extensions.get(plugin)
+                if extension is not None and (st is None or st.code != Code.SKIP):
                     verdict.details.extend((plugin, d) for d in extension.explain_node(state, pod, info, st))
         expl.nodes.append(verdict)
     if not feasible:
@@ -165,6 +228,14 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
                 (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",),
             )
         expl.message = str(FitError(len(nodes), diagnosis))
+        infos = snap.node_info_map
+        rejected = [
+            (infos[v.node], plugin, st)
+            for v in expl.nodes
+            for plugin, st in v.filters
+            if st is not None and st.code != Code.SKIP and v.node in infos
+        ]
+        expl.fixes = find_fixes(fwk, pod, snap, rejected, state)
         return expl
     by_name = {v.node: v for v in expl.nodes}
     if fwk.has_score_plugins():
@@ -185,8 +256,9 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     return expl
 
 
-def render_text(expl: Explanation) -> str:
-    """Human-readable explanation: summary of blocking reasons, then each node's verdict."""
+def render_text(expl: Explanation, all_nodes: bool = False) -> str:
+    """Human-readable explanation: blocking reasons grouped (a few names each), the best nodes with their
+    scores, why the chosen node won, and the ranked fixes. `all_nodes` lists every node's verdict instead."""
     out = [f"Pod {expl.pod} (profile {expl.profile})"]
     if expl.current_node:
         out.append(f"  currently bound to: {expl.current_node}")
@@ -198,38 +270,63 @@ def render_text(expl: Explanation) -> str:
         out.extend(f"  {plugin}: {result}" for plugin, result in expl.pre_filter)
     if expl.pre_filter_status is not None and expl.pre_filter_status.code != Code.SUCCESS:
         out.append(f"  rejected by {expl.pre_filter_status.plugin or 'PreFilter'}: {expl.pre_filter_status.message()}")
-    blocked: Counter[str] = Counter()
-    for v in expl.nodes:
-        if v.excluded_by:
-            blocked[v.excluded_by] += 1
-        elif v.first_failure is not None:
-            first = v.first_failure
-            blocked[f"{first.plugin}: {first.message()}"] += 1
-    if blocked:
+    feasible = expl.ranking()
+    out.append(f"Nodes: {len(expl.nodes)} evaluated, {len([v for v in expl.nodes if v.feasible])} feasible")
+    groups = expl.groups()
+    if groups:
         out.append("Blocking reasons (first rejecting plugin per node):")
-        out.extend(f"  {n} node(s): {reason}" for reason, n in blocked.most_common())
-    out.append("Nodes:")
-    for v in expl.nodes:
-        if v.excluded_by:
-            out.append(f"  {v.node}: excluded by PreFilter ({v.excluded_by})")
-            continue
-        if v.feasible:
-            scores = ", ".join(f"{p}={s}" for p, s in v.scores)
-            mark = " <- best" if v.node in expl.best else ""
-            out.append(f"  {v.node}: feasible, total score {v.total}{mark}" + (f" ({scores})" if scores else ""))
-            continue
-        out.append(f"  {v.node}: infeasible")
-        for plugin, st in v.filters:
-            if st is None:
-                out.append(f"    {plugin}: pass")
-            elif st.code == Code.SKIP:
-                out.append(f"    {plugin}: skipped")
-            else:
-                out.append(f"    {plugin}: {st.message()} ({CODE_TEXT.get(st.code, '')})")
-        for _, detail in v.details:
-            out.append(f"    {detail.text}")
+        by_name = {v.node: v for v in expl.nodes}
+        for reason, names in groups:
+            shown = ", ".join(names[:MAX_GROUP_NAMES]) + (", ..." if len(names) > MAX_GROUP_NAMES else "")
+            out.append(f"  {len(names)} node(s): {reason}  [{shown}]")
+            for name in names[:MAX_GROUP_NAMES] if not all_nodes else []:
+                out.extend(f"      {name}: {d.text}" for _, d in by_name[name].details if d.text)
+    if all_nodes:
+        out.append("Nodes:")
+        for v in expl.nodes:
+            out.extend(_node_lines(v, expl))
+    elif feasible:
+        out.append("Feasible nodes by score:")
+        for v in feasible[:MAX_GROUP_NAMES]:
+            out.extend(_node_lines(v, expl))
+        if len(feasible) > MAX_GROUP_NAMES:
+            out.append(f"  ... and {len(feasible) - MAX_GROUP_NAMES} more")
+    why = expl.why()
+    if why is not None and why["runnersUp"]:
+        verb = "is on" if expl.current_node == why["node"] else "goes to"
+        out.append(f"Why {why['node']}: the pod {verb} the node with the highest total score ({why['totalScore']}):")
+        for r in why["runnersUp"]:
+            diff = ", ".join(f"{p} {'+' if d > 0 else ''}{d}" for p, d in sorted(r["difference"].items()))
+            diff = diff or "same per-plugin scores (a tie, broken at random)"
+            out.append(f"  vs {r['node']} ({r['totalScore']}): {diff}")
+    if expl.fixes:
+        out.append("What would make it fit (each change checked by re-running the filters on every node):")
+        for i, fix in enumerate(expl.fixes, 1):
+            shown = ", ".join(fix.nodes[:MAX_GROUP_NAMES]) + (", ..." if len(fix.nodes) > MAX_GROUP_NAMES else "")
+            out.append(f"  {i}. {fix.description} -> {len(fix.nodes)} node(s) [{shown}]")
+    elif expl.message and not expl.unsupported:
+        out.append("What would make it fit: no single change (or pair of changes) found by the plugins")
     if expl.message:
         out.append(f"Message: {expl.message}")
     elif expl.best:
         out.append(f"Best node(s): {', '.join(expl.best)}")
     return "\n".join(out)
+
+
+def _node_lines(v: NodeVerdict, expl: Explanation) -> list[str]:
+    if v.excluded_by:
+        return [f"  {v.node}: excluded by PreFilter ({v.excluded_by})"]
+    if v.feasible:
+        scores = ", ".join(f"{p}={s}" for p, s in v.scores)
+        mark = " <- best" if v.node in expl.best else ""
+        return [f"  {v.node}: feasible, total score {v.total}{mark}" + (f" ({scores})" if scores else "")]
+    out = [f"  {v.node}: infeasible"]
+    for plugin, st in v.filters:
+        if st is None:
+            out.append(f"    {plugin}: pass")
+        elif st.code == Code.SKIP:
+            out.append(f"    {plugin}: skipped")
+        else:
+            out.append(f"    {plugin}: {st.message()} ({CODE_TEXT.get(st.code, '')})")
+    out.extend(f"    {detail.text}" for _, detail in v.details)
+    return out

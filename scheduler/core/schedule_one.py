@@ -23,12 +23,12 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
 from scheduler.core.api import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, AlreadyBoundError, PodGoneError
 from scheduler.framework.fit_error import Diagnosis, FitError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState
 from scheduler.framework.runtime import Framework
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, error_status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.logging_setup import V2

@@ -16,7 +16,6 @@ from typing import Any
 
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from scheduler.core.api import BindError, ClusterAPI
 from scheduler.core.event_handlers import (
@@ -32,7 +31,8 @@ from scheduler.core.unsupported import Finding
 from scheduler.framework.interface import ClusterEvent
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.observer import Observer
-from scheduler.framework.runtime import Framework
+from scheduler.framework.runtime import Framework, WaitingPod
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo
 
@@ -73,6 +73,23 @@ class SchedulerHandle:
     @property
     def objects(self) -> ObjectLister:
         return self._scheduler.objects
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        for fwk in self._scheduler.profiles.values():
+            waiting = fwk.waiting_pods.get(uid)
+            if waiting is not None:
+                return waiting
+        return None
+
+    def iterate_over_waiting_pods(self) -> list[WaitingPod]:
+        return [w for fwk in self._scheduler.profiles.values() for w in fwk.waiting_pods.values()]
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        waiting = self.get_waiting_pod(uid)
+        if waiting is None:
+            return False
+        waiting.reject("", "removed")
+        return True
 
     @property
     def volume_writer(self) -> ClusterAPI:

@@ -18,7 +18,7 @@ from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.backend.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import Snapshot
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -148,9 +148,34 @@ class VolumeWriter(Protocol):
     async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]: ...
 
 
+class WaitingPodView(Protocol):
+    """A pod parked at Permit (upstream framework.WaitingPod): allow or reject it from any plugin code."""
+
+    @property
+    def pod(self) -> PodInfo: ...
+
+    def pending_plugins(self) -> list[str]:
+        """The Permit plugins that have not allowed the pod yet."""
+        ...
+
+    def allow(self, plugin: str) -> None:
+        """`plugin` lets the pod go; it binds once every waiting plugin allowed it."""
+        ...
+
+    def reject(self, plugin: str, message: str) -> None:
+        """Fail the pod's attempt: it goes back to the queue as unschedulable with `message`."""
+        ...
+
+
 class Handle(Protocol):
-    """What plugins may use from the scheduler: the current snapshot, the binder, the other cluster objects,
-    the volume writes, and whether a pod still exists."""
+    """What plugins may use from the scheduler (upstream framework.Handle, the parts pyscheduler has).
+
+    - `snapshot()`: the snapshot of the running scheduling cycle (read-only);
+    - `binder`: the write DefaultBinder uses;
+    - `objects`: Namespaces, PVCs, ConfigMaps... of the kinds the plugin declared in `object_kinds`;
+    - waiting pods: Permit plugins that return WAIT find their pods again here to allow or reject them;
+    - `volume_writer` and `pod_exists`: VolumeBinding's PreBind writes PVs/PVCs and stops once its pod is gone.
+    """
 
     def snapshot(self) -> Snapshot: ...
 
@@ -159,6 +184,14 @@ class Handle(Protocol):
 
     @property
     def objects(self) -> ObjectLister: ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPodView | None: ...
+
+    def iterate_over_waiting_pods(self) -> Sequence[WaitingPodView]: ...
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject a waiting pod (as upstream RejectWaitingPod); False when it was not waiting."""
+        ...
 
     @property
     def volume_writer(self) -> VolumeWriter: ...
@@ -199,16 +232,50 @@ class ExplainDetail:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class FixCandidate:
+    """A change that might let a pod schedule, proposed by the plugin that rejected it somewhere.
+
+    The explain engine never trusts the proposal: it applies `pod` (to the pod) and/or `snapshot` (to the
+    cluster's nodes) to copies, re-runs every PreFilter/Filter on every node, and reports the nodes that
+    become feasible. Candidates with the same `key` are one change; of those, the one with the largest
+    `magnitude` is kept (e.g. the largest request that still fits somewhere). `data` is the change in
+    structured form for JSON (`{"toleration": {...}}`, `{"resource": "cpu", "request": "1500m"}`...).
+    """
+
+    key: str
+    kind: str
+    description: str
+    pod: Callable[[PodInfo], PodInfo] | None = None
+    snapshot: Callable[[Snapshot], Snapshot] | None = None
+    magnitude: float = 0.0
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
 class ExplainExtensions:
     """Filter plugins that can say more about a node than their reason string (which pods hold the port, the
-    domain counts behind a skew...). `pyscheduler explain` calls it for every node it evaluates, after the
-    plugin's own PreFilter/Filter ran on the same CycleState; `status` is the plugin's verdict (None: pass).
+    domain counts behind a skew...) and propose what would make the pod fit. `pyscheduler explain` calls
+    both for every node it evaluates, after the plugin's own PreFilter/Filter ran on the same CycleState;
+    `status` is the plugin's verdict (None: pass).
     """
 
     def explain_node(
         self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status | None
     ) -> list[ExplainDetail]:
         return []
+
+    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
+        """Changes that could lift this plugin's rejection of `node` (called only for rejected nodes)."""
+        return []
+
+
+class ObjectEventHandler:
+    """Plugins that react when an object of one of their `object_kinds` changes (e.g. a Permit plugin that
+    allows waiting pods once a ConfigMap says so). Called after the object store is updated; must be cheap
+    and must not block (it runs on the scheduler's loop)."""
+
+    def on_object_event(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        """event_type is ADDED, MODIFIED, DELETED, or None for an object from a LIST."""
 
 
 class QueueSortPlugin(Plugin):

@@ -33,6 +33,7 @@ CSI_STORAGE_CAPACITY: Final = "CSIStorageCapacity"
 VOLUME_ATTACHMENT: Final = "VolumeAttachment"
 POD_DISRUPTION_BUDGET: Final = "PodDisruptionBudget"
 PRIORITY_CLASS: Final = "PriorityClass"
+CONFIG_MAP: Final = "ConfigMap"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +70,21 @@ KINDS: Final[dict[str, KindInfo]] = {
     VOLUME_ATTACHMENT: KindInfo("storage.k8s.io", "v1", "volumeattachments", False),
     POD_DISRUPTION_BUDGET: KindInfo("policy", "v1", "poddisruptionbudgets", True),
     PRIORITY_CLASS: KindInfo("scheduling.k8s.io", "v1", "priorityclasses", False),
+    CONFIG_MAP: KindInfo("", "v1", "configmaps", True),
 }
-"""Every kind a plugin may read through the lister."""
+"""Every kind a plugin may read through the lister (out-of-tree plugins may add theirs: register_kind)."""
+
+
+def register_kind(kind: str, info: KindInfo) -> None:
+    """Make another kind (e.g. a custom resource an out-of-tree plugin reads) watchable and listable.
+
+    Call it at import time of the plugin's module, before the scheduler starts. Re-registering a kind with
+    the same info is a no-op; with different info it is an error.
+    """
+    known = KINDS.get(kind)
+    if known is not None and known != info:
+        raise ValueError(f"kind {kind!r} is already registered as {known}")
+    KINDS[kind] = info
 
 
 def object_key(obj: JSON) -> tuple[str, str]:

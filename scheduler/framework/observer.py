@@ -48,3 +48,6 @@ class Observer:
 
     def unsupported_pod(self, feature: str) -> None:
         """pyscheduler_unsupported_pods_total{feature}: pods left Pending by the fail-closed guard."""
+
+    def plugin_error(self, plugin: str, point: str) -> None:
+        """pyscheduler_plugin_errors_total{plugin,extension_point}: a plugin raised or returned garbage."""

@@ -1,4 +1,10 @@
-"""Kubernetes resource quantities ("500m", "1Gi", "1e3") parsed exactly, rounded up like resource.Quantity."""
+"""Kubernetes resource quantities ("500m", "1Gi", "1e3") parsed exactly, rounded up like resource.Quantity.
+
+Parsing cost is bounded whatever the input: a quantity longer than MAX_QUANTITY_LENGTH characters or with a
+magnitude beyond 10**MAX_DECIMAL_MAGNITUDE is refused (resource.Quantity would overflow int64 there anyway),
+and exponents far below the nano scale are clamped (every positive amount that small rounds up to the same
+smallest unit), so "1e999999999" or a thousand-digit number costs microseconds, not minutes.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +28,11 @@ _DECIMAL = {
 _QUANTITY = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
 
 
+MAX_QUANTITY_LENGTH = 100
+MAX_DECIMAL_MAGNITUDE = 30  # 10**30 is far beyond int64 (9.2e18) even in milli units
+_MIN_EXPONENT = -40  # below this every positive value rounds up to the same 1n / 1m / 1
+
+
 class QuantityError(ValueError):
     """A string that is not a valid Kubernetes quantity."""
 
@@ -32,9 +43,17 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if isinstance(text, bool):
         raise QuantityError(f"quantity must be a string or number, got {text!r}")
     if isinstance(text, int):
+        if abs(text) >= 10**MAX_DECIMAL_MAGNITUDE:
+            raise QuantityError(f"quantity too large: {str(text)[:20]}... ({len(str(text))} digits)")
         return Fraction(text)
     if isinstance(text, float):
+        if text != text or text in (float("inf"), float("-inf")) or abs(text) >= 10.0**MAX_DECIMAL_MAGNITUDE:
+            raise QuantityError(f"quantity out of range: {text!r}")
         return Fraction(str(text))
+    if not isinstance(text, str):
+        raise QuantityError(f"quantity must be a string or number, got {type(text).__name__}")
+    if len(text) > MAX_QUANTITY_LENGTH:
+        raise QuantityError(f"quantity too long ({len(text)} characters): {text[:20]!r}...")
     match = _QUANTITY.match(text.strip())
     if match is None:
         raise QuantityError(
@@ -43,13 +62,23 @@ def parse_quantity(text: str | int | float) -> Fraction:
         )
     sign, number, suffix = match.groups()
     value = Fraction(number)
+    if value == 0:
+        return value
+    integer_digits = len(number.split(".")[0].lstrip("0"))
     if suffix:
         if suffix in _BINARY:
             value *= _BINARY[suffix]
+            integer_digits += len(str(_BINARY[suffix]))
         elif suffix in _DECIMAL:
             value *= _DECIMAL[suffix]
         else:
-            value *= Fraction(10) ** int(suffix[1:])
+            exponent = int(suffix[1:]) if len(suffix) < 12 else (1 if suffix[1] != "-" else -1) * 10**12
+            if integer_digits + exponent > MAX_DECIMAL_MAGNITUDE:
+                raise QuantityError(f"quantity too large: {text!r}")
+            value *= Fraction(10) ** max(exponent, _MIN_EXPONENT)
+            integer_digits += exponent
+    if integer_digits > MAX_DECIMAL_MAGNITUDE and value != 0:
+        raise QuantityError(f"quantity too large: {text!r}")
     return -value if sign == "-" else value
 
 

@@ -12,6 +12,7 @@ import operator
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -21,6 +22,7 @@ from scheduler.framework.interface import (
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
+    ObjectEventHandler,
     PermitPlugin,
     Plugin,
     PostBindPlugin,
@@ -54,6 +56,43 @@ POST_BIND = "PostBind"
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 
 
+class PluginResultError(TypeError):
+    """A plugin returned something that is not what its extension point promises."""
+
+
+def _status(value: Any, plugin: str, point: str) -> Status | None:
+    """A plugin's returned status, checked: None or a Status."""
+    if value is None or isinstance(value, Status):
+        return value
+    raise PluginResultError(f"{point} plugin {plugin!r} returned {type(value).__name__}, want Status or None")
+
+
+def _statuses(values: Any, count: int, plugin: str, point: str, trusted: bool) -> list[Status | None]:
+    """A batch of statuses, checked: a list of `count` Status-or-None (elements only for out-of-tree code)."""
+    if not isinstance(values, list) or len(values) != count:
+        got = f"{len(values)} results" if isinstance(values, list) else type(values).__name__
+        raise PluginResultError(f"{point} plugin {plugin!r} returned {got} for {count} nodes")
+    if trusted:
+        return values
+    for v in values:
+        if v is not None and not isinstance(v, Status):
+            raise PluginResultError(f"{point} plugin {plugin!r} returned {type(v).__name__}, want Status or None")
+    return values
+
+
+def _scores(values: Any, count: int, plugin: str, trusted: bool) -> list[int]:
+    """A batch of scores, checked: a list of `count` ints (elements only for out-of-tree code)."""
+    if not isinstance(values, list) or len(values) != count:
+        got = f"{len(values)} scores" if isinstance(values, list) else type(values).__name__
+        raise PluginResultError(f"Score plugin {plugin!r} returned {got} for {count} nodes")
+    if trusted:
+        return values
+    for v in values:
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise PluginResultError(f"Score plugin {plugin!r} returned a score of type {type(v).__name__}")
+    return values
+
+
 @dataclass(slots=True)
 class ScoreResult:
     """Totals parallel to the scored nodes, plus each plugin's weighted scores for explanations."""
@@ -63,12 +102,22 @@ class ScoreResult:
 
 
 class WaitingPod:
-    """A pod parked at Permit until every waiting plugin allows it, one rejects it, or it times out."""
+    """A pod parked at Permit until every waiting plugin allows it, one rejects it, or it times out.
+
+    Plugins reach it through Handle.get_waiting_pod / iterate_over_waiting_pods (WaitingPodView).
+    """
 
     def __init__(self, pod: PodInfo, pending: dict[str, float]) -> None:
-        self.pod = pod
+        self._pod = pod
         self.pending = dict(pending)
         self._done: asyncio.Future[Status | None] | None = None
+
+    @property
+    def pod(self) -> PodInfo:
+        return self._pod
+
+    def pending_plugins(self) -> list[str]:
+        return list(self.pending)
 
     def _future(self) -> asyncio.Future[Status | None]:
         if self._done is None:
@@ -118,6 +167,9 @@ class Framework:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.observer = observer or Observer()
         self.plugins: dict[str, Plugin] = {p.name: p for p in plugins}
+        # In-tree plugins are tested to return well-formed batches; only out-of-tree ones get every element of
+        # their batch results checked (a check per node and plugin is measurable at 5000 nodes).
+        self._trusted = frozenset(n for n, p in self.plugins.items() if type(p).__module__.startswith("scheduler."))
 
         def pick(point: str, kind: type[Plugin]) -> list[Plugin]:
             out = []
@@ -154,6 +206,27 @@ class Framework:
                 out[plugin.name] = plugin.events_to_register()
         return out
 
+    def plugin_points(self) -> list[tuple[str, str]]:
+        """(plugin, extension point) of every plugin wired into this profile, in point order."""
+        points: dict[str, Sequence[Plugin]] = {
+            "PreEnqueue": self.pre_enqueue,
+            PRE_FILTER: self.pre_filter,
+            FILTER: self.filter,
+            POST_FILTER: self.post_filter,
+            PRE_SCORE: self.pre_score,
+            SCORE: self.score,
+            RESERVE: self.reserve,
+            PERMIT: self.permit,
+            PRE_BIND: self.pre_bind,
+            BIND: self.bind,
+            POST_BIND: self.post_bind,
+        }
+        return [(p.name, point) for point, plugins in points.items() for p in plugins]
+
+    def object_listeners(self, kind: str) -> list[Any]:
+        """Plugins implementing ObjectEventHandler that declared `kind` in their object_kinds."""
+        return [p for p in self.plugins.values() if isinstance(p, ObjectEventHandler) and kind in p.object_kinds]
+
     def object_kinds(self) -> set[str]:
         """The cluster object kinds this profile's plugins read (what the cluster adapter must watch)."""
         return {kind for plugin in self.plugins.values() for kind in plugin.object_kinds}
@@ -161,8 +234,9 @@ class Framework:
     def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
         for pl in self.pre_enqueue:
             try:
-                status = pl.pre_enqueue(pod)
+                status = _status(pl.pre_enqueue(pod), pl.name, "PreEnqueue")
             except Exception as exc:  # a broken plugin must not stop the queue
+                self.observer.plugin_error(pl.name, "PreEnqueue")
                 return error_status(f"running PreEnqueue plugin {pl.name!r}: {exc}", pl.name)
             if status is not None and status.code != Code.SUCCESS:
                 return status.with_plugin(pl.name)
@@ -191,14 +265,19 @@ class Framework:
         try:
             for pl in self.pre_filter:
                 try:
+                    t = time.perf_counter() if record else 0.0
+                    answer = pl.pre_filter(state, pod, nodes)
+                    if not isinstance(answer, tuple) or len(answer) != 2:
+                        raise PluginResultError(f"PreFilter plugin {pl.name!r} must return (PreFilterResult, Status)")
+                    r, s = answer
+                    s = _status(s, pl.name, PRE_FILTER)
+                    if r is not None and not isinstance(r, PreFilterResult):
+                        raise PluginResultError(f"PreFilter plugin {pl.name!r} returned {type(r).__name__} as result")
                     if record:
-                        t = time.perf_counter()
-                        r, s = pl.pre_filter(state, pod, nodes)
                         pl_code = s.code if s is not None else Code.SUCCESS
                         self.observer.plugin_execution(pl.name, PRE_FILTER, pl_code, time.perf_counter() - t)
-                    else:
-                        r, s = pl.pre_filter(state, pod, nodes)
                 except Exception as exc:
+                    self.observer.plugin_error(pl.name, PRE_FILTER)
                     return None, error_status(f'running PreFilter plugin "{pl.name}": {exc}', pl.name), set()
                 if s is not None and s.code == Code.SKIP:
                     state.skip_filter_plugins.add(pl.name)
@@ -236,6 +315,7 @@ class Framework:
         alive = list(nodes)
         skip = state.skip_filter_plugins
         record = state.record_plugin_metrics
+        trusted = self._trusted
         for pl in self.filter:
             if not alive:
                 break
@@ -244,11 +324,16 @@ class Framework:
             try:
                 if record:  # one observation per plugin and cycle: the batch call covers every node
                     t = time.perf_counter()
-                    statuses = pl.filter_batch(state, pod, alive)
+                    statuses = _statuses(
+                        pl.filter_batch(state, pod, alive), len(alive), pl.name, FILTER, pl.name in trusted
+                    )
                     self.observer.plugin_execution(pl.name, FILTER, Code.SUCCESS, time.perf_counter() - t)
                 else:
-                    statuses = pl.filter_batch(state, pod, alive)
+                    statuses = _statuses(
+                        pl.filter_batch(state, pod, alive), len(alive), pl.name, FILTER, pl.name in trusted
+                    )
             except Exception as exc:
+                self.observer.plugin_error(pl.name, FILTER)
                 return results, error_status(f'running "{pl.name}" filter plugin: {exc}', pl.name)
             if not any(statuses):
                 continue  # every node passed: nothing to partition
@@ -271,19 +356,28 @@ class Framework:
         return err if err is not None else statuses[0]
 
     def run_filter_each(
-        self, state: CycleState, pod: PodInfo, node: NodeInfo
-    ) -> list[tuple[str, Status | None]]:
-        """Run every filter on one node without stopping at the first rejection (for explanations)."""
-        out: list[tuple[str, Status | None]] = []
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> list[list[tuple[str, Status | None]]]:
+        """Run every filter on every node without stopping at the first rejection (for explanations).
+
+        Each plugin sees all the nodes in one batch call (so 5000 nodes cost one call per plugin); the
+        result is, per node, each plugin's verdict in plugin order (None: pass; SKIP when PreFilter said so).
+        """
+        out: list[list[tuple[str, Status | None]]] = [[] for _ in nodes]
         for pl in self.filter:
+            statuses: list[Status | None]
             if pl.name in state.skip_filter_plugins:
-                out.append((pl.name, Status(Code.SKIP, (), pl.name)))
-                continue
-            try:
-                st = pl.filter(state, pod, node)
-            except Exception as exc:
-                st = error_status(exc, pl.name)
-            out.append((pl.name, None if st is None or st.code == Code.SUCCESS else st.with_plugin(pl.name)))
+                statuses = [Status(Code.SKIP, (), pl.name)] * len(nodes)
+            else:
+                try:
+                    statuses = _statuses(pl.filter_batch(state, pod, nodes), len(nodes), pl.name, FILTER, False)
+                except Exception as exc:
+                    statuses = [error_status(exc, pl.name)] * len(nodes)
+            for verdicts, st in zip(out, statuses, strict=True):
+                if st is None or st.code == Code.SUCCESS:
+                    verdicts.append((pl.name, None))
+                else:
+                    verdicts.append((pl.name, st if st.plugin == pl.name else st.with_plugin(pl.name)))
         return out
 
     def run_post_filter(
@@ -297,8 +391,13 @@ class Framework:
         final = Status(Code.UNSCHEDULABLE)
         for pl in self.post_filter:
             try:
-                r, s = pl.post_filter(state, pod, node_to_status)
+                answer = pl.post_filter(state, pod, node_to_status)
+                if not isinstance(answer, tuple) or len(answer) != 2:
+                    raise PluginResultError(f"PostFilter plugin {pl.name!r} must return (PostFilterResult, Status)")
+                r, s = answer
+                s = _status(s, pl.name, POST_FILTER)
             except Exception as exc:
+                self.observer.plugin_error(pl.name, POST_FILTER)
                 final = error_status(exc, pl.name)
                 break
             if s is None or s.code == Code.SUCCESS:
@@ -328,14 +427,13 @@ class Framework:
             record = state.record_plugin_metrics
             for pl in self.pre_score:
                 try:
+                    t = time.perf_counter() if record else 0.0
+                    s = _status(pl.pre_score(state, pod, nodes), pl.name, PRE_SCORE)
                     if record:
-                        t = time.perf_counter()
-                        s = pl.pre_score(state, pod, nodes)
                         pl_code = s.code if s is not None else Code.SUCCESS
                         self.observer.plugin_execution(pl.name, PRE_SCORE, pl_code, time.perf_counter() - t)
-                    else:
-                        s = pl.pre_score(state, pod, nodes)
                 except Exception as exc:
+                    self.observer.plugin_error(pl.name, PRE_SCORE)
                     code = Code.ERROR
                     return error_status(f'running PreScore plugin "{pl.name}": {exc}', pl.name)
                 if s is None or s.code == Code.SUCCESS:
@@ -364,14 +462,17 @@ class Framework:
                     continue
                 try:
                     t = time.perf_counter() if record else 0.0
-                    scores = pl.score_batch(state, pod, nodes)
+                    trust = pl.name in self._trusted
+                    scores = _scores(pl.score_batch(state, pod, nodes), len(nodes), pl.name, trust)
                     if pl.has_normalize:
-                        s = pl.normalize_score(state, pod, scores)
+                        s = _status(pl.normalize_score(state, pod, scores), pl.name, "NormalizeScore")
                         if s is not None and s.code != Code.SUCCESS:
                             raise RuntimeError(s.message())
+                        _scores(scores, len(nodes), pl.name, trust)  # it rescales in place: check again
                     if record:
                         self.observer.plugin_execution(pl.name, SCORE, Code.SUCCESS, time.perf_counter() - t)
                 except Exception as exc:
+                    self.observer.plugin_error(pl.name, SCORE)
                     code = Code.ERROR
                     return result, error_status(f"running Score plugins: plugin {pl.name!r} failed: {exc}", pl.name)
                 lo, hi = (min(scores), max(scores)) if scores else (0, 0)
@@ -399,8 +500,9 @@ class Framework:
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         for pl in self.reserve:
             try:
-                s = pl.reserve(state, pod, node_name)
+                s = _status(pl.reserve(state, pod, node_name), pl.name, RESERVE)
             except Exception as exc:
+                self.observer.plugin_error(pl.name, RESERVE)
                 return error_status(f'running Reserve plugin "{pl.name}": {exc}', pl.name)
             if s is not None and s.code != Code.SUCCESS:
                 if s.is_rejected():
@@ -413,6 +515,7 @@ class Framework:
             try:
                 pl.unreserve(state, pod, node_name)
             except Exception:  # unreserve is best effort, as upstream
+                self.observer.plugin_error(pl.name, "Unreserve")
                 continue
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
@@ -420,8 +523,15 @@ class Framework:
         pending: dict[str, float] = {}
         for pl in self.permit:
             try:
-                s, timeout = pl.permit(state, pod, node_name)
+                answer = pl.permit(state, pod, node_name)
+                if not isinstance(answer, tuple) or len(answer) != 2:
+                    raise PluginResultError(f"Permit plugin {pl.name!r} must return (Status, timeout seconds)")
+                s, timeout = answer
+                s = _status(s, pl.name, PERMIT)
+                if s is not None and s.code == Code.WAIT and not isinstance(timeout, int | float):
+                    raise PluginResultError(f"Permit plugin {pl.name!r} returned a timeout of {timeout!r}")
             except Exception as exc:
+                self.observer.plugin_error(pl.name, PERMIT)
                 return error_status(f'running Permit plugin "{pl.name}": {exc}', pl.name)
             if s is None or s.code == Code.SUCCESS:
                 continue
@@ -448,8 +558,9 @@ class Framework:
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         for pl in self.pre_bind:
             try:
-                s = await pl.pre_bind(state, pod, node_name)
+                s = _status(await pl.pre_bind(state, pod, node_name), pl.name, PRE_BIND)
             except Exception as exc:
+                self.observer.plugin_error(pl.name, PRE_BIND)
                 return error_status(f'running PreBind plugin "{pl.name}": {exc}', pl.name)
             if s is not None and s.code not in (Code.SUCCESS, Code.SKIP):
                 if s.is_rejected():
@@ -462,8 +573,9 @@ class Framework:
         status: Status | None = Status(Code.SKIP)
         for pl in self.bind:
             try:
-                status = await pl.bind(state, pod, node_name)
+                status = _status(await pl.bind(state, pod, node_name), pl.name, BIND)
             except Exception as exc:
+                self.observer.plugin_error(pl.name, BIND)
                 status = error_status(f'running Bind plugin "{pl.name}": {exc}', pl.name)
                 break
             if status is not None and status.code == Code.SKIP:
@@ -484,4 +596,5 @@ class Framework:
             try:
                 pl.post_bind(state, pod, node_name)
             except Exception:  # informational extension point
+                self.observer.plugin_error(pl.name, POST_BIND)
                 continue

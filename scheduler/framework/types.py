@@ -312,6 +312,15 @@ class PodInfo:
         copy.node_name = node_name
         return copy
 
+    def evolve(self, **changes: Any) -> PodInfo:
+        """A copy with some fields changed (what-if explanations); plugin-derived data starts empty, since
+        it may depend on the changed fields."""
+        fields = {f: getattr(self, f) for f in _POD_FIELDS}
+        fields.update(changes)
+        fields["derived"] = {}
+        fields["spec_fingerprint"] = hash((self.spec_fingerprint, repr(sorted(changes))))
+        return PodInfo(**fields)
+
 
 _POD_FIELDS = tuple(PodInfo.__dataclass_fields__)
 

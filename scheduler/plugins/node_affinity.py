@@ -13,6 +13,7 @@ component-helpers `nodeaffinity` and apimachinery `labels`/`fields`:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -25,7 +26,9 @@ from scheduler.framework.interface import (
     ClusterEvent,
     CycleState,
     EnqueueExtensions,
+    ExplainExtensions,
     FilterPlugin,
+    FixCandidate,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
@@ -443,7 +446,33 @@ class _PreFilterState:
     required: RequiredNodeAffinity
 
 
-class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+def _without_selector_key(key: str) -> Callable[[PodInfo], PodInfo]:
+    """A pod transform for a what-if fix: nodeSelector without `key`."""
+
+    def drop(pod: PodInfo) -> PodInfo:
+        return pod.evolve(node_selector={k: v for k, v in pod.node_selector.items() if k != key})
+
+    return drop
+
+
+def _without_requirement(term: int, expr: int, whole: bool) -> Callable[[PodInfo], PodInfo]:
+    """A pod transform for a what-if fix: required node affinity without one requirement (or at all)."""
+
+    def drop(pod: PodInfo) -> PodInfo:
+        affinity = copy.deepcopy(dict(pod.affinity or {}))
+        node_affinity = affinity.get("nodeAffinity") or {}
+        if whole:
+            node_affinity.pop(REQUIRED_KEY, None)
+        else:
+            del node_affinity[REQUIRED_KEY]["nodeSelectorTerms"][term]["matchExpressions"][expr]
+        return pod.evolve(affinity=affinity)
+
+    return drop
+
+
+class NodeAffinity(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions
+):
     """Filters on nodeSelector + required affinity (+ addedAffinity); scores preferred terms by weight."""
 
     name: ClassVar[str] = NAME
@@ -580,6 +609,54 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int]) -> Status | None:
         """Highest sum -> 100, proportional below (DefaultNormalizeScore, not reversed)."""
         return default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
+        """Drop a nodeSelector key, or one requirement of a required affinity term, that this node fails
+        (scheduler-enforced addedAffinity and matchFields pins are not the pod's to change)."""
+        record = node.node
+        if record is None:
+            return []
+        labels = record.labels
+        out = [
+            FixCandidate(
+                key=f"drop-selector:{key}",
+                kind="drop-node-selector",
+                description=f"drop nodeSelector {key}={value}",
+                pod=_without_selector_key(key),
+                data={"nodeSelector": {key: value}},
+            )
+            for key, value in sorted(pod.node_selector.items())
+            if labels.get(key) != value
+        ]
+        node_affinity = _node_affinity(pod.affinity)
+        required = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
+        terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+        if not isinstance(terms, list):
+            return out
+        for i, term in enumerate(terms):
+            if not isinstance(term, Mapping) or term.get("matchFields"):
+                continue
+            exprs = term.get("matchExpressions") or []
+            for j, expr in enumerate(exprs):
+                check, _ = compile_term({"matchExpressions": [expr]}, "")
+                if check is None or check(labels, node.name):
+                    continue
+                text = f"{expr.get('key')} {expr.get('operator')} {list(expr.get('values') or [])}"
+                whole = len(exprs) == 1 and len(terms) == 1
+                out.append(
+                    FixCandidate(
+                        key=f"relax-affinity:{i}:{j}",
+                        kind="relax-node-affinity",
+                        description=(
+                            f"drop the required node affinity ({text})"
+                            if whole
+                            else f"drop requirement {text} from required node affinity term {i + 1}"
+                        ),
+                        pod=_without_requirement(i, j, whole),
+                        data={"term": i, "requirement": dict(expr)},
+                    )
+                )
+        return out
 
     def events_to_register(self) -> list[ClusterEvent]:
         """A new node or changed node labels may satisfy the affinity."""

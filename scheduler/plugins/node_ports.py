@@ -19,10 +19,12 @@ from scheduler.framework.interface import (
     ExplainDetail,
     ExplainExtensions,
     FilterPlugin,
+    FixCandidate,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
 )
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Status, unschedulable
 from scheduler.framework.types import HostPort, HostPortInfo, NodeInfo, PodInfo, conflicts
 
@@ -116,6 +118,36 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensi
                 {"pod": holder.key, "port": f"{hp[1]} {hp[0]}:{hp[2]}"},
             )
             for holder, hp in conflicting_pods(pod, node)
+        ]
+
+    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
+        """Free the clashing host ports on this node: move or delete the pods holding them."""
+        holders = sorted({holder.key: holder.uid for holder, _ in conflicting_pods(pod, node)}.items())
+        if not holders:
+            return []
+        ports = sorted({f"{hp[1]} {hp[0]}:{hp[2]}" for _, hp in conflicting_pods(pod, node)})
+
+        name, uids = node.name, tuple(u for _, u in holders)
+
+        def free(snapshot: Snapshot) -> Snapshot:
+            info = snapshot.get(name)
+            if info is None:
+                return snapshot
+            copy = info.clone()
+            for uid in uids:
+                copy.remove_pod(uid)
+            return snapshot.with_nodes({name: copy})
+
+        names = ", ".join(k for k, _ in holders)
+        return [
+            FixCandidate(
+                key=f"free-ports:{node.name}",
+                kind="free-host-port",
+                description=f"free host port {', '.join(ports)} on node {node.name} "
+                f"(move or delete pod(s) {names})",
+                snapshot=free,
+                data={"node": node.name, "ports": ports, "pods": [k for k, _ in holders]},
+            )
         ]
 
     def events_to_register(self) -> list[ClusterEvent]:

@@ -11,7 +11,7 @@ both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, NoReturn
 
@@ -25,7 +25,9 @@ from scheduler.framework.interface import (
     ClusterEvent,
     CycleState,
     EnqueueExtensions,
+    ExplainExtensions,
     FilterPlugin,
+    FixCandidate,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
@@ -491,7 +493,37 @@ def _status(reasons: tuple[str, ...], unresolvable: bool) -> Status:
     return st
 
 
-class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+def format_amount(resource: str, amount: int) -> str:
+    """A request as a quantity string: millicores for cpu, binary suffixes for whole Ki/Mi/Gi amounts."""
+    if resource == CPU:
+        return f"{amount}m" if amount % 1000 else str(amount // 1000)
+    for suffix, unit in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if resource in (MEMORY, EPHEMERAL_STORAGE) and amount >= unit and amount % unit == 0:
+            return f"{amount // unit}{suffix}"
+    return str(amount)
+
+
+def _lowering(resource: str, amount: int) -> Callable[[PodInfo], PodInfo]:
+    """A pod transform for a what-if fix: the pod's total request for `resource` set to `amount`."""
+
+    def lower(pod: PodInfo) -> PodInfo:
+        requests = pod.requests.clone()
+        if resource == CPU:
+            requests.milli_cpu = amount
+        elif resource == MEMORY:
+            requests.memory = amount
+        elif resource == EPHEMERAL_STORAGE:
+            requests.ephemeral_storage = amount
+        else:
+            requests.scalar[resource] = amount
+        return pod.evolve(requests=requests)
+
+    return lower
+
+
+class NodeResourcesFit(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions
+):
     """Checks that a node has room for the pod's requests and scores nodes by a scoring strategy."""
 
     name: ClassVar[str] = NAME
@@ -626,6 +658,34 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 continue
             n.remember(key, True)
             append(None)
+        return out
+
+    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
+        """For each resource the node lacks: lower the pod's request to what the node has free (the engine
+        keeps the largest such amount over all nodes: the smallest change that fits somewhere)."""
+        out = []
+        free = node.allocatable
+        used = node.requested
+        for reason in status.reasons:
+            if not reason.startswith(REASON_INSUFFICIENT_PREFIX):
+                continue
+            resource = reason[len(REASON_INSUFFICIENT_PREFIX):]
+            available = free.get(resource) - used.get(resource)
+            if resource == CPU:
+                available = free.milli_cpu - used.milli_cpu
+            if available <= 0 or available >= pod.requests.get(resource):
+                continue
+            out.append(
+                FixCandidate(
+                    key=f"lower-request:{resource}",
+                    kind="lower-request",
+                    description=f"lower the {resource} request to {format_amount(resource, available)} "
+                    f"(the largest that fits on some node)",
+                    pod=_lowering(resource, available),
+                    magnitude=float(available),
+                    data={"resource": resource, "request": format_amount(resource, available)},
+                )
+            )
         return out
 
     def events_to_register(self) -> list[ClusterEvent]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -12,9 +13,12 @@ from scheduler.framework.interface import (
     ClusterEvent,
     CycleState,
     EnqueueExtensions,
+    ExplainExtensions,
     FilterPlugin,
+    FixCandidate,
     Handle,
 )
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo, Taint, tolerations_tolerate
 
@@ -35,7 +39,7 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
     return tolerations_tolerate(pod.tolerations, UNSCHEDULABLE_TAINT)
 
 
-class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(FilterPlugin, EnqueueExtensions, ExplainExtensions):
     """Rejects nodes with spec.unschedulable=true unless the pod tolerates the unschedulable taint."""
 
     name: ClassVar[str] = NAME
@@ -65,6 +69,30 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
             else:
                 append(None)
         return out
+
+    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
+        """Uncordon the node (`kubectl uncordon NODE`)."""
+        record = node.node
+        if record is None or not record.unschedulable:
+            return []
+
+        def uncordon(snapshot: Snapshot, name: str = node.name) -> Snapshot:
+            info = snapshot.get(name)
+            if info is None or info.node is None:
+                return snapshot
+            copy = info.clone()
+            copy.node = dataclasses.replace(info.node, unschedulable=False)
+            return snapshot.with_nodes({name: copy})
+
+        return [
+            FixCandidate(
+                key=f"uncordon:{node.name}",
+                kind="uncordon",
+                description=f"uncordon node {node.name}",
+                snapshot=uncordon,
+                data={"node": node.name},
+            )
+        ]
 
     def events_to_register(self) -> list[ClusterEvent]:
         """A new or uncordoned node (spec.unschedulable changes count as a taint update), or a new toleration."""

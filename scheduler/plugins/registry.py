@@ -1,8 +1,16 @@
-"""The in-tree plugin registry: name -> plugin class and its args parser (upstream plugins/registry.go)."""
+"""Plugin registries: the in-tree plugins (upstream plugins/registry.go) plus out-of-tree ones.
+
+Out-of-tree plugins come from installed packages (entry points in the group `pyscheduler.plugins`, each
+naming a Plugin subclass) or from `--plugin module:Class` on the command line. A plugin class is built with
+`Class(args, handle)`; when it has a `parse_args(raw)` static/class method, that validates its
+`pluginConfig` args (raise ValueError/ConfigError naming the field; the loader prefixes the config path).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+import importlib.metadata
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +88,105 @@ POINT_CLASSES: dict[ExtensionPoint, type[Plugin]] = {
     "bind": fi.BindPlugin,
     "post_bind": fi.PostBindPlugin,
 }
+
+
+ENTRY_POINT_GROUP = "pyscheduler.plugins"
+
+
+class PluginLoadError(Exception):
+    """An out-of-tree plugin could not be loaded; the message names the entry point or --plugin value."""
+
+
+def spec_of(obj: Any, where: str) -> PluginSpec:
+    """A PluginSpec for an out-of-tree object: a PluginSpec, or a Plugin subclass with a non-empty `name`."""
+    if isinstance(obj, PluginSpec):
+        return obj
+    if not (isinstance(obj, type) and issubclass(obj, Plugin)):
+        raise PluginLoadError(f"{where}: expected a subclass of scheduler.framework.Plugin, got {obj!r}")
+    if not obj.name:
+        raise PluginLoadError(f"{where}: plugin class {obj.__name__} has no `name`")
+    parse = getattr(obj, "parse_args", None)
+    return PluginSpec(obj, obj, parse if callable(parse) else None)
+
+
+def load_reference(ref: str) -> PluginSpec:
+    """`module:Attribute` (the --plugin flag) -> its PluginSpec."""
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise PluginLoadError(f"--plugin {ref}: expected MODULE:CLASS, e.g. my_plugins.cost:CostScore")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # ImportError, or the module itself failing at import
+        raise PluginLoadError(f"--plugin {ref}: cannot import {module_name}: {type(exc).__name__}: {exc}") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise PluginLoadError(f"--plugin {ref}: {module_name} has no attribute {attr}")
+        obj = getattr(obj, part)
+    return spec_of(obj, f"--plugin {ref}")
+
+
+def entry_point_plugins() -> dict[str, PluginSpec]:
+    """Plugins advertised by installed distributions in the `pyscheduler.plugins` entry point group."""
+    out: dict[str, PluginSpec] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        where = f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP})"
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            raise PluginLoadError(f"{where}: cannot load: {type(exc).__name__}: {exc}") from exc
+        spec = spec_of(obj, where)
+        if spec.cls.name != ep.name:
+            raise PluginLoadError(f"{where}: the entry point name must be the plugin's name {spec.cls.name!r}")
+        out[ep.name] = spec
+    return out
+
+
+class PluginRegistry(Mapping[str, PluginSpec]):
+    """Name -> PluginSpec, in-tree first; what the config loader and the profile builder consult."""
+
+    def __init__(self, specs: Mapping[str, PluginSpec]) -> None:
+        self._specs = dict(specs)
+
+    @classmethod
+    def with_out_of_tree(cls, refs: Iterable[str] = (), *, entry_points: bool = True) -> PluginRegistry:
+        """In-tree plugins, then installed entry points, then `--plugin` references; a name used twice is an
+        error (an out-of-tree plugin cannot silently replace NodeResourcesFit)."""
+        registry = cls(REGISTRY)
+        extra: list[tuple[str, PluginSpec]] = []
+        if entry_points:
+            extra.extend(entry_point_plugins().items())
+        for ref in refs:
+            spec = load_reference(ref)
+            extra.append((spec.cls.name, spec))
+        for name, spec in extra:
+            if name in registry._specs and registry._specs[name] is not spec:
+                raise PluginLoadError(f"plugin {name!r} ({spec.cls.__module__}) is already registered")
+            registry._specs[name] = spec
+        return registry
+
+    def __getitem__(self, name: str) -> PluginSpec:
+        return self._specs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def parse_args(self, name: str, raw: Mapping[str, Any] | None) -> Any:
+        """Validate a plugin's args (ConfigError naming the field); plugins without a parser accept none."""
+        spec = self._specs[name]
+        if spec.parse_args is not None:
+            return spec.parse_args(raw)
+        if raw:
+            raise ConfigError(f"plugin {name!r} takes no args, got fields {sorted(raw)}")
+        return None
+
+    def implements(self, name: str, point: ExtensionPoint) -> bool:
+        """Whether plugin `name` implements extension point `point`."""
+        spec = self._specs.get(name)
+        return spec is not None and issubclass(spec.cls, POINT_CLASSES[point])
 
 
 def parse_plugin_args(name: str, raw: Mapping[str, Any] | None) -> Any:

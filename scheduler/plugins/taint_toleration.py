@@ -6,7 +6,7 @@ NormalizeScore reverses them so the node with the fewest gets 100.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from scheduler.framework.interface import (
@@ -17,13 +17,15 @@ from scheduler.framework.interface import (
     ClusterEvent,
     CycleState,
     EnqueueExtensions,
+    ExplainExtensions,
     FilterPlugin,
+    FixCandidate,
     Handle,
     PreScorePlugin,
     ScorePlugin,
 )
 from scheduler.framework.status import Status, unresolvable
-from scheduler.framework.types import NodeInfo, PodInfo, Taint, Toleration
+from scheduler.framework.types import NodeInfo, PodInfo, Taint, Toleration, tolerations_tolerate
 from scheduler.plugins.normalize import default_normalize_score
 
 NAME = "TaintToleration"
@@ -72,7 +74,16 @@ def count_intolerable_prefer_no_schedule(taints: Iterable[Taint], tolerations: S
     return count
 
 
-class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+def _adding_toleration(toleration: Toleration) -> Callable[[PodInfo], PodInfo]:
+    """A pod transform for a what-if fix: the same pod with one more toleration."""
+
+    def add(pod: PodInfo) -> PodInfo:
+        return pod.evolve(tolerations=(*pod.tolerations, toleration))
+
+    return add
+
+
+class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions):
     """Filters on hard taints, scores on soft (PreferNoSchedule) ones."""
 
     name: ClassVar[str] = NAME
@@ -135,6 +146,29 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int]) -> Status | None:
         """Fewest untolerated soft taints -> 100 (DefaultNormalizeScore with reverse=true)."""
         return default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
+        """Tolerate each NoSchedule/NoExecute taint of the node the pod does not tolerate (one fix each)."""
+        record = node.node
+        if record is None:
+            return []
+        out = []
+        for taint in record.taints:
+            if taint.effect not in _DO_NOT_SCHEDULE or tolerations_tolerate(pod.tolerations, taint):
+                continue
+            toleration = Toleration(taint.key, "Equal", taint.value, taint.effect)
+            text = f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+            out.append(
+                FixCandidate(
+                    key=f"tolerate:{text}",
+                    kind="tolerate-taint",
+                    description=f"tolerate taint {text}",
+                    pod=_adding_toleration(toleration),
+                    data={"toleration": {"key": taint.key, "operator": "Equal", "value": taint.value,
+                                         "effect": taint.effect}},
+                )
+            )
+        return out
 
     def events_to_register(self) -> list[ClusterEvent]:
         """A new node or changed taints, or a toleration added to the pod itself."""

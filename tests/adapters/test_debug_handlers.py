@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,7 +12,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from scheduler import logging_setup
-from scheduler.adapters.cluster.debug import DebugHandlers, compare, log_comparison
+from scheduler.adapters.cluster import debug
+from scheduler.adapters.cluster.debug import DebugHandlers, compare, compare_in_slices, log_comparison
+from scheduler.adapters.cluster.serving.limits import ExpensiveCallLimiter
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
@@ -145,3 +148,63 @@ async def test_log_comparison_is_one_structured_line(world: World, caplog: pytes
     assert record.levelno == logging.WARNING
     assert record.counts == {"extra_nodes": 1, "total": 1}  # type: ignore[attr-defined]
     assert record.names == {"extra_nodes": ["n2"]}  # type: ignore[attr-defined]
+
+
+async def test_expensive_calls_are_limited_with_429_and_retry_after(world: World) -> None:
+    """cache, compare and explain share one limiter: past its burst they answer 429 with Retry-After."""
+    clock_now = [0.0]
+    limiter = ExpensiveCallLimiter(rate=1.0, burst=2, max_in_flight=1, clock=lambda: clock_now[0])
+    app = web.Application()
+    DebugHandlers(world.scheduler, world.list_cluster, world.get_pod, limiter=limiter).register(app)
+    async with TestClient(TestServer(app)) as c:
+        assert (await c.get("/debug/cache")).status == 200
+        assert (await c.get("/debug/explain/ns/big")).status == 200
+        refused = await c.get("/debug/cache/compare")
+        assert refused.status == 429
+        assert refused.headers["Retry-After"] == "1"
+        assert "too many expensive debug requests" in await refused.text()
+        assert (await c.get("/debug/flags/v")).status == 200  # cheap calls are not limited
+        clock_now[0] += 1.0
+        assert (await c.get("/debug/cache/compare")).status == 200
+    assert limiter.in_flight == 0 and limiter.refused == 1
+
+
+async def test_a_call_in_flight_refuses_the_next(world: World) -> None:
+    """One expensive call at a time: while a LIST is outstanding, a second compare is refused at once."""
+    limiter = ExpensiveCallLimiter(rate=100.0, burst=10, max_in_flight=1)
+    release, listing = asyncio.Event(), asyncio.Event()
+
+    async def slow_list() -> tuple[list[JSON], list[JSON]]:
+        listing.set()
+        await release.wait()
+        return await world.list_cluster()
+
+    app = web.Application()
+    DebugHandlers(world.scheduler, slow_list, world.get_pod, limiter=limiter).register(app)
+    async with TestClient(TestServer(app)) as c:
+        first = asyncio.create_task(c.get("/debug/cache/compare"))
+        await listing.wait()
+        assert (await c.get("/debug/explain/ns/big")).status == 429
+        release.set()
+        assert (await first).status == 200
+
+
+async def test_stats_are_a_debug_handler(world: World) -> None:
+    """/debug/pyscheduler/stats exists only with the debug handlers, and only when given a stats source."""
+    app = web.Application()
+    DebugHandlers(world.scheduler, world.list_cluster, world.get_pod, stats=lambda: {"bound": 3}).register(app)
+    async with TestClient(TestServer(app)) as c:
+        resp = await c.get("/debug/pyscheduler/stats")
+        assert resp.status == 200 and await resp.json() == {"bound": 3}
+    app = web.Application()
+    DebugHandlers(world.scheduler, world.list_cluster, world.get_pod).register(app)
+    async with TestClient(TestServer(app)) as c:
+        assert (await c.get("/debug/pyscheduler/stats")).status == 404
+
+
+async def test_compare_in_slices_equals_compare(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parsing the LIST in slices (yielding between them) gives the same document as in one go."""
+    monkeypatch.setattr(debug, "PARSE_SLICE", 1)
+    nodes, pods = await world.list_cluster()
+    nodes = [*nodes, make_node("n3").obj()]
+    assert await compare_in_slices(world.scheduler, nodes, pods) == compare(world.scheduler, nodes, pods)

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.backend.cache.cache import Cache, Drift, node_update_action, pod_update_action
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import ActionType
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import (
     REGION_LABEL,
     ZONE_LABEL,

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from scheduler.backend.cache.cache import Cache
-from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.testing import make_node, make_pod
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real control plane used by the e2e tests and benchmarks, from the published Go modules:
-#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes at tests/cluster/VERSION)
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (k8s.io/kubernetes at tests/cluster/VERSION)
 #   helm (helm.sh/helm/v3 at HELM_VERSION below)
 # into _build/bin/<release>/. A binary that is already there is not rebuilt.
 #
@@ -111,7 +111,7 @@ generate_helm_module() {
 }
 
 build_k8s() {
-    local want=(etcd kube-apiserver kube-controller-manager kube-scheduler) missing=0 b tmp date ldflags
+    local want=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl) missing=0 b tmp date ldflags
     for b in "${want[@]}"; do [[ -x $out/$b ]] || missing=1; done
     if ((!force && !missing)); then
         log "control plane $RELEASE already built in $out"
@@ -128,7 +128,7 @@ build_k8s() {
     done
     tmp=$(mktemp -d "$out.tmp.XXXXXX")
     tmp_dirs+=("$tmp")
-    log "building etcd and kube-{apiserver,controller-manager,scheduler} $RELEASE into $out"
+    log "building etcd, kube-{apiserver,controller-manager,scheduler} and kubectl $RELEASE into $out"
     local start=$SECONDS
     (
         cd "$here/k8s"
@@ -136,7 +136,8 @@ build_k8s() {
             go.etcd.io/etcd/server/v3 \
             k8s.io/kubernetes/cmd/kube-apiserver \
             k8s.io/kubernetes/cmd/kube-controller-manager \
-            k8s.io/kubernetes/cmd/kube-scheduler
+            k8s.io/kubernetes/cmd/kube-scheduler \
+            k8s.io/kubernetes/cmd/kubectl
     )
     # go names the binary of go.etcd.io/etcd/server/v3 after its last element before the major version.
     mv "$tmp/server" "$tmp/etcd"

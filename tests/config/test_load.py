@@ -1214,7 +1214,7 @@ def test_non_utf8_file_names_the_file(tmp_path: Path) -> None:
     """A file that is not UTF-8 raises ConfigError naming it."""
     path = tmp_path / "bin.yaml"
     path.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(ConfigError, match=r"bin\.yaml: config file is not UTF-8"):
+    with pytest.raises(ConfigError, match=r"bin\.yaml: not UTF-8 text \(invalid byte at offset 0\)"):
         load_config_file(path, KNOWN, parse_args, env={})
 
 

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable, Sequence
 
 import pytest
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.core.schedule_one import (
     MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND,
     MIN_FEASIBLE_NODES_TO_FIND,
@@ -25,6 +24,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.runtime import Framework
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.node_affinity import NodeAffinity

@@ -181,6 +181,24 @@ async def test_unparsable_pod_reports_scheduler_error_and_others_schedule() -> N
     assert cond.message == event.note
 
 
+async def test_extreme_quantities_are_reported_not_computed() -> None:
+    """A live pod asking 1e999999999 cpu and a node offering it: the pod is reported unparsable at once, the
+    node is left out (logged), and an ordinary pod still binds on the ordinary node."""
+    env = Env()
+    huge_node = make_node("huge").obj()
+    huge_node["status"]["allocatable"]["cpu"] = "1e999999999"
+    env.cluster.apply_node(huge_node)
+    env.cluster.apply_node(make_node("n1").obj())
+    bad = env.pod(make_pod("bad").req(cpu="1e999999999"))
+    good = env.pod(make_pod("good").req(cpu="100m"))
+    await env.settle()
+    assert env.node_of(good) == "n1"
+    assert env.node_of(bad) is None
+    [event] = env.events_of(bad)
+    assert "quantity too large" in event.note and "spec.containers[0].resources.requests.cpu" in event.note
+    assert env.scheduler.cache.get_node("huge") is None
+
+
 class FlakyCluster(MemoryCluster):
     """Fails the first `failures` binds with `error`."""
 

@@ -274,22 +274,32 @@ async def test_provisioner_that_never_answers_times_out_and_retry_binds() -> Non
 
 
 async def test_explain_names_the_pv_affinity_that_rejects_each_node() -> None:
-    """explain: VolumeBinding's lines name the PV and its node affinity term per node."""
+    """explain: VolumeBinding is the decisive reason on the node its PV's affinity excludes, and its detail
+    names the PV and the node affinity term for every node (admitted or not)."""
     env = Env()
     nodes(env, "n1", "n2")
     env.cluster.apply_object(storage_class("local"))
     claim = make_pvc("data").storage_class("local").bound_to("pv-n2").obj()
     env.cluster.apply_object(make_pv("pv-n2").storage_class("local").on_node("n2").bound_to(claim).obj())
     env.cluster.apply_object(claim)
-    pod = make_pod("db").pvc("data").req(cpu="100").info()
+    pod = make_pod("db").pvc("data").info()
     fwk = env.scheduler.profiles["pyscheduler"]
     env.scheduler.cache.update_snapshot(env.scheduler.snapshot)
     expl = explain_pod(fwk, pod, env.scheduler.snapshot)
     text = render_text(expl)
-    assert "VolumeBinding: node(s) didn't match PersistentVolume's node affinity (UnschedulableAndUnresolvable)" in text
+    assert "1 node(s): VolumeBinding: node(s) didn't match PersistentVolume's node affinity  [n1]" in text
     assert (
-        "claim default/data is bound to PersistentVolume pv-n2 whose node affinity "
+        "n1: claim default/data is bound to PersistentVolume pv-n2 whose node affinity "
         "(kubernetes.io/hostname In [n2]) does not admit this node" in text
     )
-    details = {n["name"]: n["details"] for n in expl.to_json()["nodes"]}
+    assert "Best node(s): n2" in text
+    result = expl.to_json()["nodes"]
+    details = {n["name"]: n["details"] for n in result}
     assert details["n1"][0]["plugin"] == "VolumeBinding" and details["n1"][0]["admits"] is False
+    assert details["n2"][0]["plugin"] == "VolumeBinding" and details["n2"][0]["admits"] is True
+    n1_filters = {f["plugin"]: f["status"] for f in next(n for n in result if n["name"] == "n1")["filters"]}
+    assert n1_filters["VolumeBinding"] == {
+        "code": "UnschedulableAndUnresolvable",
+        "plugin": "VolumeBinding",
+        "reasons": ["node(s) didn't match PersistentVolume's node affinity"],
+    }

@@ -40,6 +40,7 @@ from tests.cluster.harness import (
     ManagedProcess,
     free_port,
 )
+from tests.e2e import serving
 from tests.e2e.kube import (
     JSON,
     OWNER_LABEL,
@@ -235,10 +236,9 @@ async def create_node(api_client: ApiClient, namespace: str) -> AsyncIterator[No
             unschedulable=unschedulable,
             ready=ready,
         )
-        node = await request_json(api_client, "POST", "/api/v1/nodes", body=manifest)
-        created.append(name)
-        # Status is only writable through the status subresource.
-        node["status"] = node_status(
+        # One request, status included, as a kubelet registers its node: a scheduler watching nodes never sees
+        # it without capacity (a node seen between a create and a status update gave misleading events).
+        manifest["status"] = node_status(
             cpu=cpu,
             memory=memory,
             pods=pods,
@@ -246,7 +246,10 @@ async def create_node(api_client: ApiClient, namespace: str) -> AsyncIterator[No
             extended=extended,
             ready=ready,
         )
-        return await request_json(api_client, "PUT", f"/api/v1/nodes/{name}/status", body=node)
+        node = await request_json(api_client, "POST", "/api/v1/nodes", body=manifest)
+        created.append(name)
+        assert node.get("status", {}).get("allocatable"), f"the API server dropped the status of node {name}"
+        return node
 
     try:
         yield create
@@ -304,82 +307,106 @@ def create_pod(api_client: ApiClient, namespace: str) -> PodFactory:
 
 @dataclass
 class PySchedulerProcess:
-    """A running `pyscheduler run` subprocess and its HTTP endpoint."""
+    """A running `pyscheduler run` subprocess, its HTTPS endpoint and a token it accepts (the admin's)."""
 
     process: ManagedProcess
     port: int
+    token: str = ""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"https://127.0.0.1:{self.port}"
 
     def log(self) -> str:
         return self.process.tail(80)
 
+    async def request(
+        self, method: str, path: str, *, data: str | None = None, token: str | None = None, retry_429: bool = False
+    ) -> tuple[int, str]:
+        """`method path` with this process's token (or `token`; "" for none); (status, body)."""
+        return await serving.request(
+            method, self.url + path, token=self.token if token is None else token, data=data, retry_429=retry_429
+        )
 
-async def http_get(url: str) -> tuple[int, str]:
-    async with (
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session,
-        session.get(url) as resp,
-    ):
-        return resp.status, await resp.text()
+
+class StartPyScheduler(Protocol):
+    """Starts `pyscheduler run` (extra flags appended; `config` replaces the single-replica config; `env`
+    adds environment variables) and waits for /readyz; SIGTERM at the end of the test must end it with 0."""
+
+    async def __call__(
+        self,
+        *extra: str,
+        config: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        log_format: str = "text",
+    ) -> PySchedulerProcess: ...
 
 
 @pytest.fixture
-async def pyscheduler(
+async def start_pyscheduler(
     control_plane: ControlPlane, kubeconfig: Path, tmp_path: Path
-) -> AsyncIterator[PySchedulerProcess]:
-    """pyscheduler as a subprocess, ready (caches synced); SIGTERM afterwards must end it with code 0."""
-    port = free_port()
-    config = single_replica_config(tmp_path)
-    argv = [
-        sys.executable,
-        "-m",
-        "scheduler",
-        "run",
-        "--config",
-        str(config),
-        "--kubeconfig",
-        str(kubeconfig),
-        "--port",
-        str(port),
-        "--bind-address",
-        "127.0.0.1",
-        "-v",
-        "2",
-    ]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    process = ManagedProcess("pyscheduler", argv, tmp_path / "pyscheduler.log", env=env).start()
-    handle = PySchedulerProcess(process, port)
-    started = time.monotonic()
+) -> AsyncIterator[StartPyScheduler]:
+    """Factory of pyscheduler subprocesses (HTTPS on a free port, the admin's token for requests)."""
+    started: list[PySchedulerProcess] = []
 
-    async def ready() -> bool:
-        if not process.running():
-            raise AssertionError(f"pyscheduler exited with {process.poll()}:\n{handle.log()}")
-        try:
-            status, _ = await http_get(f"{handle.url}/readyz")
-        except (aiohttp.ClientError, TimeoutError):
-            return False
-        return status == 200
+    async def start(
+        *extra: str,
+        config: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        log_format: str = "text",
+    ) -> PySchedulerProcess:
+        port = free_port()
+        argv = [sys.executable, "-m", "scheduler", "run", "--kubeconfig", str(kubeconfig), "--port", str(port)]
+        argv += ["--config", str(config or single_replica_config(tmp_path))]
+        argv += ["--bind-address", "127.0.0.1", "-v", "2", "--log-format", log_format, *extra]
+        pythonpath = os.pathsep.join([str(REPO_ROOT), *([env["PYTHONPATH"]] if env and "PYTHONPATH" in env else [])])
+        full_env = {**os.environ, **(env or {}), "PYTHONPATH": pythonpath}
+        log_path = tmp_path / f"pyscheduler-{len(started)}.log"
+        process = ManagedProcess("pyscheduler", argv, log_path, env=full_env).start()
+        handle = PySchedulerProcess(process, port, control_plane.token)
+        started.append(handle)
+        begun = time.monotonic()
+
+        async def ready() -> bool:
+            if not handle.process.running():
+                raise AssertionError(f"pyscheduler exited with {handle.process.poll()}:\n{handle.log()}")
+            try:
+                status, _ = await handle.request("GET", "/readyz", token="")
+            except (aiohttp.ClientError, TimeoutError):
+                return False
+            return status == 200
+
+        await wait_for(ready, what="pyscheduler /readyz", within=30)
+        print(f"pyscheduler ready after {time.monotonic() - begun:.2f} s (process start to caches synced)")
+        return handle
 
     try:
-        await wait_for(ready, what="pyscheduler /readyz", within=30)
-        print(f"pyscheduler ready after {time.monotonic() - started:.2f} s (process start to caches synced)")
-        yield handle
+        yield start
     finally:
-        code = None
-        if process.running() and process.pid is not None:
-            os.kill(process.pid, signal.SIGTERM)
+        failures = []
+        for handle in started:
+            process = handle.process
+            code = None
+            if process.running() and process.pid is not None:
+                os.kill(process.pid, signal.SIGTERM)
 
-            async def exited() -> bool:
-                return not process.running()
+                async def exited(p: ManagedProcess = process) -> bool:
+                    return not p.running()
 
-            with contextlib.suppress(AssertionError):
-                await wait_for(exited, what="pyscheduler to exit", within=20, interval=0.1)
-            code = process.poll()
-        log_text = handle.log()
-        process.stop()
-        assert code == 0, f"pyscheduler did not exit cleanly on SIGTERM (code {code}):\n{log_text}"
+                with contextlib.suppress(AssertionError):
+                    await wait_for(exited, what="pyscheduler to exit", within=20, interval=0.1)
+                code = process.poll()
+            log_text = handle.log()
+            process.stop()
+            if code != 0:
+                failures.append(f"code {code}:\n{log_text}")
+        assert not failures, f"pyscheduler did not exit cleanly on SIGTERM: {failures}"
+
+
+@pytest.fixture
+async def pyscheduler(start_pyscheduler: StartPyScheduler) -> PySchedulerProcess:
+    """pyscheduler as a subprocess with the single-replica config, ready (caches synced)."""
+    return await start_pyscheduler()
 
 
 async def list_events(api_client: ApiClient, namespace: str) -> list[JSON]:

@@ -1,4 +1,8 @@
-"""Debug endpoints and SIGUSR2 against a real kube-apiserver (`pyscheduler run --enable-debug-handlers`)."""
+"""Debug endpoints and SIGUSR2 against a real kube-apiserver (`pyscheduler run --enable-debug-handlers`).
+
+The endpoints are on the secure port: these tests call them over HTTPS as the control plane's admin
+(system:masters); who else may call them is tests/e2e/test_secure_serving.py's subject.
+"""
 
 from __future__ import annotations
 
@@ -6,113 +10,54 @@ import contextlib
 import json
 import os
 import signal
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
-from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess
-from tests.e2e.kube import single_replica_config, wait_for, wait_for_pod_bound
+from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, StartPyScheduler
+from tests.e2e.kube import wait_for, wait_for_pod_bound
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
-Start = Callable[..., Awaitable[PySchedulerProcess]]
-
-
-async def _request(method: str, url: str, data: str | None = None) -> tuple[int, str]:
-    async with (
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
-        session.request(method, url, data=data) as resp,
-    ):
-        return resp.status, await resp.text()
-
-
-async def _get_json(url: str) -> Any:
-    status, body = await _request("GET", url)
+async def _get_json(sched: PySchedulerProcess, path: str) -> Any:
+    """GET a debug document as the admin; a 429 of the rate-limited calls is waited out, not an error."""
+    status, body = await sched.request("GET", path, retry_429=True)
     assert status == 200, body
     return json.loads(body)
 
 
-@pytest.fixture
-async def start_pyscheduler(control_plane: ControlPlane, kubeconfig: Path, tmp_path: Path) -> AsyncIterator[Start]:
-    """Starts `pyscheduler run` with extra flags, waits for /readyz; SIGTERM afterwards must end it with 0."""
-    started: list[PySchedulerProcess] = []
-
-    async def start(*extra: str, log_format: str = "text") -> PySchedulerProcess:
-        port = free_port()
-        argv = [sys.executable, "-m", "scheduler", "run", "--kubeconfig", str(kubeconfig), "--port", str(port)]
-        argv += ["--config", str(single_replica_config(tmp_path))]
-        argv += ["--bind-address", "127.0.0.1", "-v", "2", "--log-format", log_format, *extra]
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-        log_path = tmp_path / f"pyscheduler-{len(started)}.log"
-        handle = PySchedulerProcess(ManagedProcess("pyscheduler", argv, log_path, env=env).start(), port)
-        started.append(handle)
-
-        async def ready() -> bool:
-            if not handle.process.running():
-                raise AssertionError(f"pyscheduler exited with {handle.process.poll()}:\n{handle.log()}")
-            try:
-                status, _ = await _request("GET", f"{handle.url}/readyz")
-            except (aiohttp.ClientError, TimeoutError):
-                return False
-            return status == 200
-
-        await wait_for(ready, what="pyscheduler /readyz", within=30)
-        return handle
-
-    try:
-        yield start
-    finally:
-        failures = []
-        for handle in started:
-            process = handle.process
-            code = None
-            if process.running() and process.pid is not None:
-                os.kill(process.pid, signal.SIGTERM)
-
-                async def exited(p: ManagedProcess = process) -> bool:
-                    return not p.running()
-
-                with contextlib.suppress(AssertionError):
-                    await wait_for(exited, what="pyscheduler to exit", within=20, interval=0.1)
-                code = process.poll()
-            log_text = handle.log()
-            process.stop()
-            if code != 0:
-                failures.append(f"code {code}:\n{log_text}")
-        assert not failures, f"pyscheduler did not exit cleanly on SIGTERM: {failures}"
-
-
-async def test_debug_endpoints_are_off_by_default(start_pyscheduler: Start) -> None:
+async def test_debug_endpoints_are_off_by_default(start_pyscheduler: StartPyScheduler) -> None:
     sched = await start_pyscheduler()
-    for path in ("/debug/flags/v", "/debug/cache", "/debug/cache/compare", "/debug/explain/default/x"):
-        status, _ = await _request("GET", f"{sched.url}{path}")
+    paths = ("/debug/flags/v", "/debug/cache", "/debug/cache/compare", "/debug/explain/default/x")
+    for path in (*paths, "/debug/pyscheduler/stats"):
+        status, _ = await sched.request("GET", path)
         assert status == 404, path
-    status, _ = await _request("PUT", f"{sched.url}/debug/flags/v", "5")
+    status, _ = await sched.request("PUT", "/debug/flags/v", data="5")
     assert status in (404, 405)
 
 
-async def test_flags_v_changes_verbosity_at_runtime(start_pyscheduler: Start) -> None:
+async def test_flags_v_changes_verbosity_at_runtime(start_pyscheduler: StartPyScheduler) -> None:
     sched = await start_pyscheduler("--enable-debug-handlers")
-    status, body = await _request("GET", f"{sched.url}/debug/flags/v")
+    status, body = await sched.request("GET", "/debug/flags/v")
     assert (status, body.strip()) == (200, "2")
-    status, body = await _request("PUT", f"{sched.url}/debug/flags/v", "5")
+    status, body = await sched.request("PUT", "/debug/flags/v", data="5")
     assert status == 200, body
-    status, body = await _request("GET", f"{sched.url}/debug/flags/v")
+    status, body = await sched.request("GET", "/debug/flags/v")
     assert (status, body.strip()) == (200, "5")
-    status, body = await _request("PUT", f"{sched.url}/debug/flags/v", "loud")
+    status, body = await sched.request("PUT", "/debug/flags/v", data="loud")
     assert status == 400 and "must be an integer" in body
-    assert "log verbosity changed" in sched.log()
+    line = next(x for x in sched.log().splitlines() if "log verbosity changed" in x)
+    assert 'user="admin"' in line, line  # who changed it, from the authenticated request
 
 
 async def test_cache_dump_and_compare(
-    start_pyscheduler: Start, create_node: NodeFactory, create_pod: PodFactory, api_client: ApiClient, namespace: str
+    start_pyscheduler: StartPyScheduler,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+    api_client: ApiClient,
+    namespace: str,
 ) -> None:
     await create_node("dbg-node-a")
     await create_node("dbg-node-b")
@@ -122,7 +67,7 @@ async def test_cache_dump_and_compare(
     node = bound["spec"]["nodeName"]
 
     async def dumped() -> Any:
-        doc = await _get_json(f"{sched.url}/debug/cache")
+        doc = await _get_json(sched, "/debug/cache")
         return doc if f"{namespace}/bound-one" in doc["pods"] else None
 
     doc = await wait_for(dumped, what="the bound pod in /debug/cache", within=10)
@@ -132,7 +77,7 @@ async def test_cache_dump_and_compare(
     assert set(doc["queues"]) >= {"active", "backoff", "unschedulable", "gated", "in_flight"}
     assert "assumed_pods" in doc
 
-    compared = await _get_json(f"{sched.url}/debug/cache/compare")
+    compared = await _get_json(sched, "/debug/cache/compare")
     assert set(compared) >= {"missing", "extra", "stale", "counts", "listed", "cached"}
     assert set(compared["missing"]) == {"nodes", "pods", "pending_pods"}
     assert compared["counts"]["total"] == 0, compared
@@ -142,14 +87,18 @@ async def test_cache_dump_and_compare(
     await create_node("dbg-node-c")
 
     async def in_sync() -> Any:
-        doc = await _get_json(f"{sched.url}/debug/cache/compare")
+        doc = await _get_json(sched, "/debug/cache/compare")
         return doc if "dbg-node-c" not in doc["missing"]["nodes"] and doc["counts"]["total"] == 0 else None
 
     await wait_for(in_sync, what="the new node to be in the cache", within=10)
 
 
 async def test_explain_endpoint_for_pending_and_host_port_pods(
-    start_pyscheduler: Start, create_node: NodeFactory, create_pod: PodFactory, api_client: ApiClient, namespace: str
+    start_pyscheduler: StartPyScheduler,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+    api_client: ApiClient,
+    namespace: str,
 ) -> None:
     await create_node("dbg-ports", cpu="2")
     sched = await start_pyscheduler("--enable-debug-handlers")
@@ -159,7 +108,7 @@ async def test_explain_endpoint_for_pending_and_host_port_pods(
     await create_pod("clash", ports=[{"containerPort": 8080, "hostPort": 8080}])
 
     async def explained(name: str) -> Any:
-        status, body = await _request("GET", f"{sched.url}/debug/explain/{namespace}/{name}")
+        status, body = await sched.request("GET", f"/debug/explain/{namespace}/{name}", retry_429=True)
         assert status == 200, body
         doc = json.loads(body)
         return doc if doc["message"] else None
@@ -174,15 +123,15 @@ async def test_explain_endpoint_for_pending_and_host_port_pods(
     [verdict] = [n for n in clash["nodes"] if n["name"] == "dbg-ports"]
     assert [h["pod"] for h in verdict["details"] if h["plugin"] == "NodePorts"] == [f"{namespace}/holder"]
 
-    status, text = await _request("GET", f"{sched.url}/debug/explain/{namespace}/clash?format=text")
+    status, text = await sched.request("GET", f"/debug/explain/{namespace}/clash?format=text", retry_429=True)
     assert status == 200
     assert f"host port TCP 0.0.0.0:8080 is held by pod {namespace}/holder" in text
 
-    status, body = await _request("GET", f"{sched.url}/debug/explain/{namespace}/no-such-pod")
+    status, body = await sched.request("GET", f"/debug/explain/{namespace}/no-such-pod", retry_429=True)
     assert status == 404 and "not found" in body
 
 
-async def test_sigusr2_logs_the_cache_comparison(start_pyscheduler: Start, create_node: NodeFactory) -> None:
+async def test_sigusr2_logs_the_cache_comparison(start_pyscheduler: StartPyScheduler, create_node: NodeFactory) -> None:
     await create_node("dbg-usr2")
     sched = await start_pyscheduler(log_format="json")
     assert sched.process.pid is not None

@@ -12,9 +12,8 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import REPO_ROOT
-from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.conftest import NodeFactory, PodFactory, StartPyScheduler
 from tests.e2e.kube import wait_for_pod_bound
-from tests.e2e.test_debug_endpoints import Start, start_pyscheduler  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -62,7 +61,8 @@ async def test_explain_from_the_api_without_a_running_scheduler(
 
 
 async def test_explain_through_the_running_scheduler(
-    start_pyscheduler: Start,  # noqa: F811
+    start_pyscheduler: StartPyScheduler,
+    kubeconfig: Path,
     create_node: NodeFactory,
     create_pod: PodFactory,
     api_client: ApiClient,
@@ -74,15 +74,28 @@ async def test_explain_through_the_running_scheduler(
     await wait_for_pod_bound(api_client, namespace, "holder")
     await create_pod("dns", ports=[{"containerPort": 53, "hostPort": 53, "protocol": "UDP"}])
 
-    code, out, err = await _explain(f"{namespace}/dns", "--server", sched.url)
+    # The secure port: the admin's token from --kubeconfig, the self-signed certificate not verified.
+    access = ["--server", sched.url, "--kubeconfig", str(kubeconfig), "--insecure-skip-tls-verify"]
+    code, out, err = await _explain(f"{namespace}/dns", *access)
     assert code == 0, err
     assert "exp-ports: infeasible" in out
     assert f"host port UDP 0.0.0.0:53 is held by pod {namespace}/holder" in out
 
-    code, out, err = await _explain(f"{namespace}/dns", "--server", sched.url, "-o", "json")
+    code, out, err = await _explain(f"{namespace}/dns", "-o", "json", *access)
     assert code == 0, err
     [verdict] = [n for n in json.loads(out)["nodes"] if n["name"] == "exp-ports"]
     assert [h["pod"] for h in verdict["details"] if h["plugin"] == "NodePorts"] == [f"{namespace}/holder"]
 
-    code, _, err = await _explain(f"{namespace}/nope", "--server", sched.url)
+    code, _, err = await _explain(f"{namespace}/nope", *access)
     assert code == 1 and "not found" in err
+
+    # --token instead of a kubeconfig; a wrong one is refused with 401 and a hint.
+    token = ["--server", sched.url, "--insecure-skip-tls-verify", "--token"]
+    code, out, err = await _explain(f"{namespace}/dns", *token, sched.token)
+    assert code == 0 and "exp-ports: infeasible" in out, err
+    code, _, err = await _explain(f"{namespace}/dns", *token, "not-a-token")
+    assert code == 1 and "401 Unauthorized" in err and "--token" in err, err
+
+    # The certificate is verified unless told otherwise: the self-signed one is not trusted.
+    code, _, err = await _explain(f"{namespace}/dns", "--server", sched.url, "--token", sched.token)
+    assert code == 1 and "certificate is not trusted" in err and "--insecure-skip-tls-verify" in err, err

@@ -103,6 +103,9 @@ async def replicas(kubeconfig: Path, namespace: str, tmp_path: Path) -> AsyncIte
         port = free_port()
         argv = [sys.executable, "-m", "scheduler", "run", "--kubeconfig", str(kubeconfig), "--config", str(config)]
         argv += ["--port", str(port), "--bind-address", "127.0.0.1", "-v", "2"]
+        # Not a test of serving: plain HTTP (--insecure-serving) keeps TokenReviews out of the failover
+        # timing; the stats come from the debug handlers.
+        argv += ["--insecure-serving", "--enable-debug-handlers"]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
         process = ManagedProcess(name, argv, tmp_path / f"{name}.log", env=env).start()
         replica = Replica(name, process, port)

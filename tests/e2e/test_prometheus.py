@@ -7,6 +7,10 @@ expression must still parse and every series selector in it must return data, so
 name cannot hide behind a quiet alert.
 
 Prometheus runs as a plain subprocess on loopback (never as a system service), with its TSDB in tmp_path.
+It scrapes the way the chart's ServiceMonitor tells prometheus-operator to: the ServiceMonitor is rendered with
+helm and its endpoint (scheme, path, tlsConfig, bearer token) translated into the scrape_config, the token
+being a real TokenRequest token of a ServiceAccount bound to the chart's metrics-reader ClusterRole. So the
+scrape goes through pyscheduler's TLS, TokenReview and SubjectAccessReview.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import REPO_ROOT, ManagedProcess, default_bin_dir, free_port
 from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, wait_for_event
-from tests.e2e.kube import wait_for, wait_for_pod_bound
+from tests.e2e.kube import JSON, request_json, wait_for, wait_for_pod_bound
+from tests.e2e.tools import missing_programs, require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -60,9 +65,9 @@ SELECTOR = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^{}]*)\}")
 
 
 def prometheus_binary() -> str:
+    require(missing_programs({"prometheus": "prometheus"}), needed_for="the dashboard and alert queries test")
     found = shutil.which("prometheus")
-    if found is None:
-        pytest.fail("no prometheus binary: install Debian's package (apt-get install prometheus; .ci/run does)")
+    assert found is not None
     return found
 
 
@@ -98,29 +103,22 @@ def dashboard_variable_metrics() -> list[tuple[str, str]]:
     return out
 
 
-def alert_rules() -> list[dict[str, Any]]:
+def render_chart(template: str, *values: str) -> list[dict[str, Any]]:
+    """The documents of one chart template, rendered with `--set` values."""
     helm = default_bin_dir() / "helm"
     if not helm.is_file():
         pytest.fail(f"no helm at {helm}; build it with: bash tests/cluster/build.sh")
+    argv = [str(helm), "template", RELEASE, str(CHART), "--namespace", RELEASE_NAMESPACE]
+    for value in values:
+        argv += ["--set", value]
     rendered = subprocess.run(
-        [
-            str(helm),
-            "template",
-            RELEASE,
-            str(CHART),
-            "--namespace",
-            RELEASE_NAMESPACE,
-            "--set",
-            "prometheusRule.enabled=true",
-            "--show-only",
-            "templates/prometheusrule.yaml",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [*argv, "--show-only", template], check=True, capture_output=True, text=True, timeout=60
     ).stdout
-    doc = yaml.safe_load(rendered)
+    return [d for d in yaml.safe_load_all(rendered) if d]
+
+
+def alert_rules() -> list[dict[str, Any]]:
+    (doc,) = render_chart("templates/prometheusrule.yaml", "prometheusRule.enabled=true")
     rules = [r for group in doc["spec"]["groups"] for r in group["rules"]]
     assert rules
     for rule in rules:
@@ -145,21 +143,85 @@ class Prometheus:
         return await self.get("/api/v1/query", {"query": expr})
 
 
+def scrape_config(endpoint: dict[str, Any], target: str, token_file: Path) -> dict[str, Any]:
+    """A ServiceMonitor endpoint as the prometheus scrape_config prometheus-operator generates from it.
+
+    The bearer token (bearerTokenFile in the pod, or authorization from a Secret) is `token_file` here.
+    """
+    known = {"port", "path", "scheme", "interval", "scrapeTimeout", "tlsConfig", "bearerTokenFile", "authorization"}
+    assert set(endpoint) <= known, f"translate these ServiceMonitor fields too: {set(endpoint) - known}"
+    config: dict[str, Any] = {
+        "job_name": JOB,
+        "scrape_interval": SCRAPE_INTERVAL,
+        "scrape_timeout": SCRAPE_INTERVAL,
+        "scheme": endpoint.get("scheme", "http"),
+        "metrics_path": endpoint.get("path", "/metrics"),
+        "static_configs": [{"targets": [target], "labels": {"namespace": RELEASE_NAMESPACE}}],
+    }
+    tls = endpoint.get("tlsConfig") or {}
+    assert set(tls) <= {"insecureSkipVerify", "serverName"}, f"translate these tlsConfig fields too: {tls}"
+    if tls:
+        config["tls_config"] = {"insecure_skip_verify": bool(tls.get("insecureSkipVerify", False))}
+        if tls.get("serverName"):
+            config["tls_config"]["server_name"] = tls["serverName"]
+    auth = endpoint.get("authorization")
+    if auth or endpoint.get("bearerTokenFile"):
+        config["authorization"] = {"type": (auth or {}).get("type", "Bearer"), "credentials_file": str(token_file)}
+    return config
+
+
 @pytest.fixture
-def prometheus_config(tmp_path: Path, pyscheduler: PySchedulerProcess) -> Iterator[Path]:
+async def scrape_token(
+    tmp_path: Path, api_client: ApiClient, namespace: str, pyscheduler: PySchedulerProcess
+) -> AsyncIterator[Path]:
+    """A file with the token of a ServiceAccount bound to the chart's metrics-reader ClusterRole (and no more)."""
+    (role,) = render_chart("templates/metrics-reader.yaml")
+    assert role["kind"] == "ClusterRole" and role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    name = f"{namespace}-metrics-reader"
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    role["metadata"] = {"name": name}
+    await request_json(api_client, "POST", f"{rbac}/clusterroles", body=role)
+    await request_json(
+        api_client,
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts",
+        body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "prometheus"}},
+    )
+    binding: JSON = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": namespace}],
+    }
+    await request_json(api_client, "POST", f"{rbac}/clusterrolebindings", body=binding)
+    answer = await request_json(
+        api_client,
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/prometheus/token",
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
+    )
+    path = tmp_path / "prometheus-token"
+    path.write_text(answer["status"]["token"], encoding="utf-8")
+    path.chmod(0o600)
+    try:
+        yield path
+    finally:
+        await request_json(api_client, "DELETE", f"{rbac}/clusterrolebindings/{name}")
+        await request_json(api_client, "DELETE", f"{rbac}/clusterroles/{name}")
+
+
+@pytest.fixture
+def prometheus_config(
+    tmp_path: Path, pyscheduler: PySchedulerProcess, scrape_token: Path
+) -> Iterator[Path]:
+    (monitor,) = render_chart("templates/servicemonitor.yaml", "serviceMonitor.enabled=true")
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"  # the secure port, as the chart deploys it
+    scrape = scrape_config(endpoint, f"127.0.0.1:{pyscheduler.port}", scrape_token)
     config = {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
-        "scrape_configs": [
-            {
-                "job_name": JOB,
-                "scrape_interval": SCRAPE_INTERVAL,
-                "scrape_timeout": SCRAPE_INTERVAL,
-                "metrics_path": "/metrics",
-                "static_configs": [
-                    {"targets": [f"127.0.0.1:{pyscheduler.port}"], "labels": {"namespace": RELEASE_NAMESPACE}}
-                ],
-            }
-        ],
+        "scrape_configs": [scrape],
     }
     path = tmp_path / "prometheus.yml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
@@ -199,7 +261,12 @@ async def prometheus(tmp_path: Path, prometheus_config: Path) -> AsyncIterator[P
             body = await prom.query(f"up{{{ALERT_SELECTOR}}} == 1")
             return bool(body.get("data", {}).get("result"))
 
-        await wait_for(scraped, what="a successful scrape of pyscheduler", within=30)
+        try:
+            await wait_for(scraped, what="a successful scrape of pyscheduler", within=30)
+        except AssertionError as e:
+            targets = await prom.get("/api/v1/targets", {})
+            errors = [t.get("lastError") for t in (targets.get("data") or {}).get("activeTargets", [])]
+            raise AssertionError(f"{e}; prometheus says: {errors}") from None
         yield prom
     finally:
         process.stop()

@@ -17,6 +17,10 @@ the resource: an exit with the refused LIST for node reads and for each storage 
 and for writes an error log line carrying the API server's `... is forbidden: User "system:serviceaccount:..."
 cannot <verb> resource "<resource>" ...` message (for pods/binding and the PV/PVC updates of VolumeBinding's
 PreBind also the FailedScheduling event and PodScheduled condition).
+
+The secure port's delegation is proven the same way: without the ClusterRoleBinding to
+`system:auth-delegator` the scheduler cannot create TokenReviews, so `/metrics` fails closed (401, even for
+system:masters) with the refusal in the log, while the health checks stay open.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import new_client_from_config
 
 from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
+from tests.e2e import serving
 from tests.e2e.conftest import NodeFactory, PodFactory
 from tests.e2e.kube import JSON, get_pod, request_json, status_condition, wait_for, wait_for_pod_bound
 
@@ -89,6 +94,8 @@ class Release:
     service_account: str
     cluster_role: str
     rules: list[JSON]  # the ClusterRole's rules as installed
+    auth_delegator_binding: JSON  # the ClusterRoleBinding to system:auth-delegator, as rendered
+    metrics_reader: str  # the scrapers' ClusterRole (GET /metrics)
     sa_kubeconfig: Path  # the ServiceAccount's token; the scheduler's only credential
     config: Path  # the chart's rendered KubeSchedulerConfiguration
 
@@ -109,29 +116,45 @@ def _sa_kubeconfig(server: str, user: str, token: str) -> JSON:
     }
 
 
-def _only(docs: list[JSON], kind: str) -> JSON:
-    found = [d for d in docs if d.get("kind") == kind]
-    assert len(found) == 1, f"expected one {kind} in the release manifest, found {len(found)}"
+def _only(docs: list[JSON], kind: str, name_suffix: str = "") -> JSON:
+    """The one object of `kind` (whose name ends with `name_suffix`, "" meaning none of the known suffixes)."""
+    suffixes = ("-auth-delegator", "-metrics-reader", "-dashboard")
+
+    def wanted(name: str) -> bool:
+        return name.endswith(name_suffix) if name_suffix else not name.endswith(suffixes)
+
+    found = [d for d in docs if d.get("kind") == kind and wanted(d["metadata"]["name"])]
+    assert len(found) == 1, f"expected one {kind} {name_suffix} in the release manifest, found {len(found)}"
     return found[0]
 
 
 async def _can(api_client: ApiClient, user: str, namespace: str, verb: str, group: str, resource: str) -> bool:
-    """Would the authorizer let `user` (a ServiceAccount) do this? (SubjectAccessReview, asked as admin)."""
+    """Would the authorizer let `user` (a ServiceAccount) do this? (SubjectAccessReview, asked as admin).
+
+    A `resource` starting with "/" is a non-resource path (`nonResourceAttributes`).
+    """
     sa_namespace = user.split(":")[2]
-    resource, _, subresource = resource.partition("/")
-    review = {
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SubjectAccessReview",
-        "spec": {
-            "user": user,
-            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{sa_namespace}", "system:authenticated"],
+    attributes: JSON
+    if resource.startswith("/"):
+        attributes = {"nonResourceAttributes": {"path": resource, "verb": verb}}
+    else:
+        resource, _, subresource = resource.partition("/")
+        attributes = {
             "resourceAttributes": {
                 "namespace": namespace,
                 "verb": verb,
                 "group": group,
                 "resource": resource,
                 "subresource": subresource,
-            },
+            }
+        }
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": user,
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{sa_namespace}", "system:authenticated"],
+            **attributes,
         },
     }
     answer = await request_json(api_client, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=review)
@@ -172,7 +195,17 @@ async def release(
         sa_kubeconfig = work / "sa-kubeconfig"
         sa_kubeconfig.write_text(yaml.safe_dump(_sa_kubeconfig(control_plane.server, user, answer["status"]["token"])))
         sa_kubeconfig.chmod(0o600)
-        info = Release(name, namespace, service_account, cluster_role, installed["rules"], sa_kubeconfig, config)
+        info = Release(
+            name,
+            namespace,
+            service_account,
+            cluster_role,
+            installed["rules"],
+            _only(docs, "ClusterRoleBinding", "-auth-delegator"),
+            _only(docs, "ClusterRole", "-metrics-reader")["metadata"]["name"],
+            sa_kubeconfig,
+            config,
+        )
         # The ClusterRoleBinding was created a moment ago: wait until the authorizer has it.
         await wait_for(lambda: _can(client, user, "", "list", "", "nodes"), what=f"{user} to be allowed to list nodes")
         yield info
@@ -195,20 +228,27 @@ class SchedulerRun:
     process: ManagedProcess
     port: int
 
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
     def log(self) -> str:
         return self.process.log_path.read_text(encoding="utf-8", errors="replace")
+
+    async def request(
+        self, method: str, path: str, token: str | None = None, data: str | None = None
+    ) -> tuple[int, str]:
+        """`method path` on the secure port with `token` (None: no credential); (status, body)."""
+        return await serving.request(method, self.url + path, token=token, data=data)
 
     async def ready(self) -> bool:
         if not self.process.running():
             raise AssertionError(f"pyscheduler exited with {self.process.poll()}:\n{self.process.tail(60)}")
         try:
-            async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session,
-                session.get(f"http://127.0.0.1:{self.port}/readyz") as resp,
-            ):
-                return resp.status == 200
+            status, _ = await self.request("GET", "/readyz")  # open: no token needed
         except (aiohttp.ClientError, TimeoutError):
             return False
+        return status == 200
 
     async def wait_for_log(self, needle: str, *, within: float = 20.0) -> str:
         """Wait until the log contains `needle`; return the first line that does."""
@@ -236,7 +276,8 @@ class SchedulerRun:
         return code
 
 
-StartScheduler = Callable[[], Awaitable[SchedulerRun]]
+StartScheduler = Callable[..., Awaitable[SchedulerRun]]
+"""start(*extra_args): `pyscheduler run` as the chart's ServiceAccount, plus `extra_args`."""
 
 
 @pytest.fixture
@@ -244,7 +285,7 @@ def start_scheduler(release: Release, tmp_path: Path) -> Iterator[StartScheduler
     """Starts pyscheduler as the ServiceAccount (no other credential in its environment); stopped afterwards."""
     runs: list[SchedulerRun] = []
 
-    async def start() -> SchedulerRun:
+    async def start(*extra: str) -> SchedulerRun:
         port = free_port()
         argv = [
             sys.executable,
@@ -261,6 +302,7 @@ def start_scheduler(release: Release, tmp_path: Path) -> Iterator[StartScheduler
             "127.0.0.1",
             "-v",
             "2",
+            *extra,
         ]
         # Nothing to fall back on: no $KUBECONFIG, no in-cluster service-account environment.
         drop = {"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}
@@ -276,8 +318,8 @@ def start_scheduler(release: Release, tmp_path: Path) -> Iterator[StartScheduler
         run.process.stop()
 
 
-async def start_ready(start_scheduler: StartScheduler) -> SchedulerRun:
-    run = await start_scheduler()
+async def start_ready(start_scheduler: StartScheduler, *extra: str) -> SchedulerRun:
+    run = await start_scheduler(*extra)
     started = time.monotonic()
     await wait_for(run.ready, what="pyscheduler /readyz as the chart's ServiceAccount", within=30)
     print(f"pyscheduler ready as the ServiceAccount after {time.monotonic() - started:.2f} s")
@@ -679,3 +721,38 @@ async def test_without_volume_updates_prebind_fails_with_the_403(
         assert denial in cond["message"]
         assert not (await get_pod(api_client, namespace, pod))["spec"].get("nodeName")
     await run.stop()
+
+
+# --------------------------------------------------------------------------------------------- without auth-delegator
+
+
+async def test_without_the_auth_delegator_binding_metrics_fail_closed(
+    release: Release, start_scheduler: StartScheduler, api_client: ApiClient, control_plane: ControlPlane
+) -> None:
+    """No `system:auth-delegator`: no TokenReview, so /metrics is 401 even for system:masters; health stays open."""
+    binding = release.auth_delegator_binding
+    path = f"{RBAC_API}/clusterrolebindings/{binding['metadata']['name']}"
+    user = release.user
+    await request_json(api_client, "DELETE", path)
+
+    async def cannot_review() -> bool:
+        return not await _can(api_client, user, "", "create", "authentication.k8s.io", "tokenreviews")
+
+    try:
+        await wait_for(cannot_review, what=f"{user} to lose create tokenreviews")
+        run = await start_ready(start_scheduler)
+        status, body = await run.request("GET", "/metrics", token=control_plane.token)
+        assert status == 401, body
+        assert '"reason":"Unauthorized"' in body
+        line = await run.wait_for_log("unable to authenticate the request")
+        assert 'cannot create resource \\"tokenreviews\\" in API group \\"authentication.k8s.io\\"' in line, line
+        assert (await run.request("GET", "/healthz"))[0] == 200
+        assert await run.stop() == 0
+    finally:
+        restored = {k: binding[k] for k in ("apiVersion", "kind", "metadata", "roleRef", "subjects")}
+        await request_json(api_client, "POST", f"{RBAC_API}/clusterrolebindings", body=restored)
+
+        async def can_review() -> bool:
+            return await _can(api_client, user, "", "create", "authentication.k8s.io", "tokenreviews")
+
+        await wait_for(can_review, what="the auth-delegator binding to be restored")

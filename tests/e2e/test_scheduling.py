@@ -21,7 +21,7 @@ from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.watch import ClusterWatcher
 from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core.profile import build_scheduler, default_config
-from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, http_get, list_events, wait_for_event
+from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, list_events, wait_for_event
 from tests.e2e.kube import (
     JSON,
     get_pod,
@@ -81,10 +81,13 @@ async def test_pods_are_bound_with_scheduled_events(
 
     await wait_for(all_events, what="a Scheduled event per pod", within=20)
 
+    # HTTPS; the admin (system:masters) reads everything, health checks need no token.
     for path in ("/livez", "/healthz", "/readyz", "/metrics", "/configz"):
-        status, body = await http_get(pyscheduler.url + path)
+        status, body = await pyscheduler.request("GET", path)
         assert status == 200, (path, body)
-    _, configz = await http_get(pyscheduler.url + "/configz")
+    for path in ("/livez", "/healthz", "/readyz"):
+        assert (await pyscheduler.request("GET", path, token=""))[0] == 200, path
+    _, configz = await pyscheduler.request("GET", "/configz")
     assert '"schedulerName": "pyscheduler"' in configz or '"scheduler_name": "pyscheduler"' in configz
 
 

@@ -94,3 +94,34 @@ def test_error_names_the_bad_text() -> None:
     """The error message quotes the offending text so the caller can name the field."""
     with pytest.raises(QuantityError, match="'12ab'"):
         parse_quantity("12ab")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("1e999999999", id="huge-exponent"),
+        pytest.param("9" * 99, id="99-digits"),
+        pytest.param("1" * 101, id="too-long"),
+        pytest.param("1e30", id="beyond-bound"),
+        pytest.param(10**40, id="huge-int"),
+        pytest.param(float("inf"), id="inf"),
+    ],
+)
+def test_absurd_quantities_are_refused_at_once(text: str | int | float) -> None:
+    """Parsing cost is bounded: what no int64 quantity can be is refused, not computed."""
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "milli"),
+    [
+        pytest.param("1e-999999999", 1, 1, id="tiny-rounds-up"),
+        pytest.param("0e999999999", 0, 0, id="zero-any-exponent"),
+        pytest.param("1e29", 10**29, 10**32, id="largest-accepted-magnitude"),
+    ],
+)
+def test_extreme_but_exact(text: str, value: int, milli: int) -> None:
+    """Tiny positive amounts still round up to one unit; zero is zero whatever the exponent."""
+    assert value_of(text) == value
+    assert milli_value_of(text) == milli

@@ -88,6 +88,12 @@ METRICS: tuple[Metric, ...] = (
         "Pods left Pending because they use a field pyscheduler does not evaluate yet (fail closed), by feature.",
     ),
     Metric(
+        "pyscheduler_plugin_errors_total",
+        "counter",
+        ("plugin", "extension_point"),
+        "Plugin calls that raised or returned something malformed, by plugin and extension point.",
+    ),
+    Metric(
         "pyscheduler_leader",
         "gauge",
         (),

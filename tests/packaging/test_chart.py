@@ -1,4 +1,4 @@
-"""The Helm chart helm/pyscheduler, the plain manifests in deploy/, the Grafana dashboard and the Dockerfile.
+"""The Helm chart helm/pyscheduler, the plain manifests in deploy/ and the Grafana dashboard.
 
 Runs the real helm (v3, built from Go modules by tests/cluster/build.sh into _build/bin/<release>/helm):
 `helm lint --strict`, `helm template` with the default values and with variations, and checks what comes out:
@@ -36,8 +36,6 @@ REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "helm" / "pyscheduler"
 DASHBOARD = CHART / "dashboards" / "pyscheduler.json"
 DEPLOY = REPO / "deploy" / "pyscheduler.yaml"
-DOCKERFILE = REPO / "Dockerfile"
-DOCKERIGNORE = REPO / ".dockerignore"
 RENDER_SCRIPT = REPO / "scripts" / "render-manifests.sh"
 
 RELEASE = "pyscheduler"
@@ -116,9 +114,9 @@ def render(
     return [d for d in yaml.safe_load_all(text) if d is not None]
 
 
-def only(docs: Sequence[Doc], kind: str) -> Doc:
-    found = [d for d in docs if d["kind"] == kind]
-    assert len(found) == 1, f"expected one {kind}, got {[d['metadata']['name'] for d in found]}"
+def only(docs: Sequence[Doc], kind: str, name: str | None = None) -> Doc:
+    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, got {[d['metadata']['name'] for d in found]}"
     return found[0]
 
 
@@ -160,7 +158,8 @@ LINT_VARIANTS = {
     "defaults": [],
     "everything-on": [
         "--set",
-        "replicaCount=2,serviceMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true",
+        "replicaCount=2,serviceMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,"
+        "networkPolicy.enabled=true,serving.tlsSecretName=pyscheduler-tls",
     ],
     "leader-election-one-replica": ["--set", "leaderElection.enabled=true"],
 }
@@ -176,8 +175,10 @@ def test_helm_lint_strict(helm: Path, args: list[str]) -> None:
 def test_default_render_has_exactly_the_core_resources(helm: Path) -> None:
     docs = render(helm)
     assert kinds(docs) == [
-        "ClusterRole",
-        "ClusterRoleBinding",
+        "ClusterRole",  # the scheduler's
+        "ClusterRole",  # <fullname>-metrics-reader, for scrapers
+        "ClusterRoleBinding",  # the scheduler's
+        "ClusterRoleBinding",  # to system:auth-delegator
         "ConfigMap",
         "Deployment",
         "Service",
@@ -196,6 +197,8 @@ def test_two_replicas_add_lease_rbac_and_pdb(helm: Path) -> None:
     docs = render(helm, {"replicaCount": 2})
     assert kinds(docs) == [
         "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
         "ClusterRoleBinding",
         "ConfigMap",
         "Deployment",
@@ -269,11 +272,24 @@ def test_rbac_is_exactly_least_privilege(
     sa = only(docs, "ServiceAccount")
     subject = {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": namespace}
 
-    cluster_role = only(docs, "ClusterRole")
+    cluster_role = only(docs, "ClusterRole", name)
     assert expand_rules(cluster_role["rules"]) == CLUSTER_RULES
-    binding = only(docs, "ClusterRoleBinding")
+    binding = only(docs, "ClusterRoleBinding", name)
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
     assert binding["subjects"] == [subject]
+    # The secure port's delegated authn/authz: TokenReviews and SubjectAccessReviews, nothing more.
+    delegator = only(docs, "ClusterRoleBinding", f"{name}-auth-delegator")
+    assert delegator["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "system:auth-delegator",
+    }
+    assert delegator["subjects"] == [subject]
+    # No RoleBinding to extension-apiserver-authentication-reader: that ConfigMap is never read.
+    assert not [d for d in docs if d["kind"] == "RoleBinding" and "authentication-reader" in str(d["roleRef"])]
+    reader = only(docs, "ClusterRole", f"{name}-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert not [d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"].endswith("-reader")]
 
     _, config = scheduler_config(docs)
     if lease is None:
@@ -299,8 +315,41 @@ def test_rbac_is_exactly_least_privilege(
 
 
 def test_rbac_create_false_renders_no_rbac(helm: Path) -> None:
-    docs = render(helm, {"rbac": {"create": False}, "replicaCount": 2})
+    docs = render(helm, {"rbac": {"create": False}, "metricsReader": {"create": False}, "replicaCount": 2})
     assert not {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} & set(kinds(docs))
+    # The scrapers' role is its own switch.
+    docs = render(helm, {"rbac": {"create": False}})
+    assert [d["metadata"]["name"] for d in docs if d["kind"].startswith("ClusterRole")] == [
+        "pyscheduler-metrics-reader"
+    ]
+
+
+def test_extra_rules_for_out_of_tree_plugins_are_appended(helm: Path) -> None:
+    """rbac.extraRules (what an out-of-tree plugin reads) lands in the ClusterRole after the built-in rules."""
+    rule = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
+    plain = only(render(helm), "ClusterRole", fullname(RELEASE))["rules"]
+    extended = only(render(helm, {"rbac": {"extraRules": [rule]}}), "ClusterRole", fullname(RELEASE))["rules"]
+    assert extended == [*plain, rule]
+
+
+def test_metrics_reader_binds_the_given_subjects(helm: Path) -> None:
+    subjects = [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"},
+        {"kind": "ServiceAccount", "name": "local-prom"},
+        {"kind": "Group", "name": "scrapers"},
+    ]
+    docs = render(helm, {"metricsReader": {"subjects": subjects}})
+    binding = only(docs, "ClusterRoleBinding", "pyscheduler-metrics-reader")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "pyscheduler-metrics-reader",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"},
+        {"kind": "ServiceAccount", "name": "local-prom", "namespace": NAMESPACE},
+        {"kind": "Group", "name": "scrapers", "apiGroup": "rbac.authorization.k8s.io"},
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -340,7 +389,13 @@ def test_deployment_wiring(helm: Path) -> None:
     assert container["image"] == "pyscheduler:0.1.0"  # tag defaults to appVersion
     assert container["imagePullPolicy"] == "IfNotPresent"
     assert "command" not in container  # the image's ENTRYPOINT is `pyscheduler run`
-    assert container["args"][:2] == [f"--config={CONFIG_PATH}", f"--port={PORT}"]
+    assert container["args"][:3] == [
+        f"--config={CONFIG_PATH}",
+        f"--port={PORT}",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez",
+    ]
+    assert not [a for a in container["args"] if a.startswith("--insecure-serving")]
+    assert not [a for a in container["args"] if a.startswith("--tls-")]  # self-signed in memory
     assert pod["serviceAccountName"] == only(docs, "ServiceAccount")["metadata"]["name"]
     assert pod["automountServiceAccountToken"] is True
     assert pod["priorityClassName"] == "system-cluster-critical"
@@ -349,9 +404,9 @@ def test_deployment_wiring(helm: Path) -> None:
     assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 
-    assert container["ports"] == [{"name": "http-metrics", "containerPort": PORT, "protocol": "TCP"}]
+    assert container["ports"] == [{"name": "https-metrics", "containerPort": PORT, "protocol": "TCP"}]
     for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
-        assert container[probe]["httpGet"] == {"path": path, "port": "http-metrics", "scheme": "HTTP"}
+        assert container[probe]["httpGet"] == {"path": path, "port": "https-metrics", "scheme": "HTTPS"}
 
     config_mount = next(m for m in container["volumeMounts"] if m["mountPath"] == str(Path(CONFIG_PATH).parent))
     config_volume = next(v for v in pod["volumes"] if v["name"] == config_mount["name"])
@@ -362,8 +417,36 @@ def test_deployment_wiring(helm: Path) -> None:
     service = only(docs, "Service")
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     assert service["spec"]["ports"] == [
-        {"name": "http-metrics", "port": PORT, "targetPort": "http-metrics", "protocol": "TCP"}
+        {"name": "https-metrics", "port": PORT, "targetPort": "https-metrics", "protocol": "TCP"}
     ]
+
+
+def test_serving_certificate_from_a_secret(helm: Path) -> None:
+    docs = render(helm, {"serving": {"tlsSecretName": "pyscheduler-tls", "alwaysAllowPaths": ["/livez", "/readyz"]}})
+    pod = only(docs, "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert "--authorization-always-allow-paths=/livez,/readyz" in container["args"]
+    assert "--tls-cert-file=/etc/pyscheduler-tls/tls.crt" in container["args"]
+    assert "--tls-private-key-file=/etc/pyscheduler-tls/tls.key" in container["args"]
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == "/etc/pyscheduler-tls")
+    assert mount["readOnly"] is True
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    assert volume["secret"] == {"secretName": "pyscheduler-tls"}
+
+
+def test_network_policy_admits_only_the_monitoring_namespace_on_the_serving_port(helm: Path) -> None:
+    assert "NetworkPolicy" not in kinds(render(helm))
+    docs = render(helm, {"networkPolicy": {"enabled": True}})
+    policy = only(docs, "NetworkPolicy")
+    assert policy["apiVersion"] == "networking.k8s.io/v1"
+    assert policy["spec"]["podSelector"]["matchLabels"] == only(docs, "Deployment")["spec"]["selector"]["matchLabels"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["ports"] == [{"port": "https-metrics", "protocol": "TCP"}]
+    assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    peers = [{"namespaceSelector": {"matchLabels": {"team": "obs"}}, "podSelector": {"matchLabels": {"app": "prom"}}}]
+    custom = only(render(helm, {"networkPolicy": {"enabled": True, "from": peers}}), "NetworkPolicy")
+    assert custom["spec"]["ingress"][0]["from"] == peers
 
 
 def test_config_checksum_annotation_follows_the_config(helm: Path) -> None:
@@ -463,6 +546,11 @@ SCHEMA_REJECTS = {
     "typo-extension-point": ({"schedulerConfig": {"plugins": {"filtr": {}}}}, "filtr"),
     "replicas-not-a-number": ({"replicaCount": "two"}, "replicaCount"),
     "bad-duration": ({"leaderElection": {"leaseDuration": "15"}}, "leaseDuration"),
+    "always-allow-path-without-slash": ({"serving": {"alwaysAllowPaths": ["healthz"]}}, "alwaysAllowPaths"),
+    "always-allow-path-inner-star": ({"serving": {"alwaysAllowPaths": ["/a*b"]}}, "alwaysAllowPaths"),
+    "metrics-reader-subject-kind": ({"metricsReader": {"subjects": [{"kind": "Pod", "name": "x"}]}}, "kind"),
+    "network-policy-typo": ({"networkPolicy": {"enabeld": True}}, "enabeld"),
+    "extra-rule-without-verbs": ({"rbac": {"extraRules": [{"apiGroups": [""], "resources": ["configmaps"]}]}}, "verbs"),
 }
 
 
@@ -561,7 +649,30 @@ def test_service_monitor(helm: Path) -> None:
     assert sm["spec"]["selector"]["matchLabels"] == only(docs, "Service")["spec"]["selector"]
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
     (endpoint,) = sm["spec"]["endpoints"]
-    assert (endpoint["port"], endpoint["path"], endpoint["scheme"]) == ("http-metrics", "/metrics", "http")
+    assert (endpoint["port"], endpoint["path"], endpoint["scheme"]) == ("https-metrics", "/metrics", "https")
+    # The scheduler's certificate is self-signed per start; Prometheus sends its own ServiceAccount token.
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert "authorization" not in endpoint
+
+
+def test_service_monitor_with_a_ca_and_a_token_secret(helm: Path) -> None:
+    values = {
+        "serviceMonitor": {
+            "enabled": True,
+            "insecureSkipVerify": False,
+            "tlsConfig": {"ca": {"secret": {"name": "ca", "key": "ca.crt"}}, "serverName": "localhost"},
+            "authorization": {"type": "Bearer", "credentials": {"name": "scrape-token", "key": "token"}},
+        }
+    }
+    (endpoint,) = only(render(helm, values), "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["tlsConfig"] == {
+        "insecureSkipVerify": False,
+        "ca": {"secret": {"name": "ca", "key": "ca.crt"}},
+        "serverName": "localhost",
+    }
+    assert endpoint["authorization"] == {"type": "Bearer", "credentials": {"name": "scrape-token", "key": "token"}}
+    assert "bearerTokenFile" not in endpoint
 
 
 def prometheus_rules(helm: Path) -> list[Doc]:
@@ -719,87 +830,3 @@ def test_every_metric_used_is_documented(helm: Path) -> None:
     families = {re.sub(r"_(bucket|sum|count)$", "", name) for name in used}
     unused = METRIC_NAMES - families
     assert not unused, f"catalogued metrics that neither the dashboard nor the alerts use: {sorted(unused)}"
-
-
-# ---------------------------------------------------------------------------------------------------
-# Dockerfile (static: no container engine here)
-
-
-def dockerfile_stages() -> list[tuple[str, list[tuple[str, str]]]]:
-    """[(FROM line argument, [(INSTRUCTION, arguments)])], continuation lines joined, comments dropped."""
-    logical: list[str] = []
-    buf = ""
-    for raw in DOCKERFILE.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not buf and (not line or line.startswith("#")):
-            continue
-        if line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            buf += line[:-1] + " "
-            continue
-        logical.append(buf + line)
-        buf = ""
-    stages: list[tuple[str, list[tuple[str, str]]]] = []
-    for line in logical:
-        instruction, _, args = line.partition(" ")
-        if instruction.upper() == "FROM":
-            stages.append((args.strip(), []))
-        else:
-            assert stages, f"instruction before FROM: {line}"
-            stages[-1][1].append((instruction.upper(), args.strip()))
-    return stages
-
-
-BUILD_TOOLS = re.compile(
-    r"\b(gcc|g\+\+|clang|make|build-essential|cmake|python3?-dev|libc6?-dev|git|curl|wget|cargo|rustc)\b"
-)
-
-
-def test_dockerfile_base_images_are_pinned() -> None:
-    stages = dockerfile_stages()
-    assert len(stages) >= 2, "the Dockerfile must be multi-stage"
-    for from_args, _ in stages:
-        image = from_args.split()[0]
-        if "@sha256:" in image:
-            continue
-        name, _, tag = image.rpartition(":")
-        assert name and re.fullmatch(r"3\.11\.\d+-slim(-[a-z]+)?", tag), f"unpinned base image {image}"
-
-
-def test_dockerfile_runtime_stage() -> None:
-    stages = dockerfile_stages()
-    from_args, instructions = stages[-1]
-    assert "slim" in from_args
-    users = [args for ins, args in instructions if ins == "USER"]
-    assert users, "the final stage must set USER"
-    user = users[-1].split(":")[0]
-    assert user.isdigit() and int(user) != 0, f"USER must be a numeric non-root UID, got {users[-1]}"
-    chart_uid = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))["podSecurityContext"]["runAsUser"]
-    assert int(user) == chart_uid
-
-    entrypoints = [args for ins, args in instructions if ins == "ENTRYPOINT"]
-    assert entrypoints and json.loads(entrypoints[-1]) == ["pyscheduler", "run"]
-    for ins, args in instructions:
-        if ins == "RUN":
-            assert not re.search(r"\b(apt-get|apt|apk|pip\d?)\s+install\b", args), f"install in final stage: {args}"
-            assert not BUILD_TOOLS.search(args), f"build tool in final stage: {args}"
-        if ins in ("COPY", "ADD"):
-            assert args.startswith("--from="), f"final stage copies from the build context: {args}"
-
-
-def test_dockerfile_build_stage_sources_exist_and_are_not_ignored() -> None:
-    ignore = DOCKERIGNORE.read_text(encoding="utf-8").splitlines()
-    assert "**" in ignore, ".dockerignore should exclude everything but the sources"
-    allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
-    for _, instructions in dockerfile_stages()[:-1]:
-        for ins, args in instructions:
-            if ins != "COPY" or args.startswith("--from="):
-                continue
-            *sources, _dest = args.split()
-            for source in sources:
-                assert (REPO / source).exists(), source
-                assert source.rstrip("/") in allowed, f"{source} is excluded by .dockerignore"
-    # The entry point the image runs is the console script pyproject.toml declares.
-    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
-    assert re.search(r'^pyscheduler = "scheduler\.cli:main"$', pyproject, re.MULTILINE)

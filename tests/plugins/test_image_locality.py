@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import CycleState
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins import image_locality
 from scheduler.plugins.image_locality import MB, ImageLocality

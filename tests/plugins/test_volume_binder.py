@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.core.api import WriteError
 from scheduler.framework.objects import object_key
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import NodeInfo, NodeRecord
 from scheduler.plugins import storage as st
 from scheduler.plugins.volume_binder import (

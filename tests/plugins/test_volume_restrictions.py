@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import CycleState
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.volume_restrictions import (

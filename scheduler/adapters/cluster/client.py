@@ -30,6 +30,8 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 
+from scheduler.config.documents import DocumentError, decode_text, load_all
+
 log = logging.getLogger("pyscheduler.client")
 
 JSON = dict[str, Any]
@@ -97,6 +99,29 @@ class ApiError(Exception):
 
 class ClientConfigError(Exception):
     """The kubeconfig (or the in-cluster service account) could not be loaded."""
+
+
+MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
+
+
+def check_kubeconfig(path: str) -> None:
+    """Refuse a kubeconfig that is not a readable, text, YAML mapping with one clear line (ClientConfigError)
+    before kubernetes_asyncio's loader, whose errors on such files are tracebacks."""
+    try:
+        if not os.path.isfile(path):
+            raise ClientConfigError(f"kubeconfig {path}: no such file" if not os.path.exists(path) else
+                                    f"kubeconfig {path}: not a regular file")
+        if os.path.getsize(path) > MAX_KUBECONFIG_BYTES:
+            raise ClientConfigError(f"kubeconfig {path}: larger than {MAX_KUBECONFIG_BYTES} bytes")
+        with open(path, "rb") as fh:
+            text = decode_text(fh.read(), f"kubeconfig {path}")
+        docs = load_all(text, f"kubeconfig {path}")
+    except OSError as exc:
+        raise ClientConfigError(f"kubeconfig {path}: {exc.strerror or exc}") from exc
+    except DocumentError as exc:
+        raise ClientConfigError(str(exc)) from exc
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise ClientConfigError(f"kubeconfig {path}: expected one YAML mapping (apiVersion: v1, kind: Config)")
 
 
 Retry = Literal["always", "never"]
@@ -180,21 +205,26 @@ class KubeClient:
         connect_timeout: float = CONNECT_TIMEOUT,
         request_timeout: float = REQUEST_TIMEOUT,
         max_retries: int = MAX_RETRIES,
+        context: str | None = None,
     ) -> KubeClient:
-        """Load the kubeconfig file (or the in-cluster service account) into a fresh Configuration."""
+        """Load the kubeconfig file (its current context, or `context`), or the in-cluster service account,
+        into a fresh Configuration."""
         configuration = Configuration()
+        where = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster configuration"
         try:
             if kubeconfig:
-                if not os.path.isfile(kubeconfig):  # noqa: ASYNC240 - once, at startup
-                    raise ClientConfigError(f"kubeconfig {kubeconfig}: no such file")
+                check_kubeconfig(kubeconfig)
                 await kube_config.load_kube_config(
-                    config_file=kubeconfig, client_configuration=configuration, persist_config=False
+                    config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
                 )
             else:
                 kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except ClientConfigError:
+            raise
         except ConfigException as exc:
-            where = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster configuration"
             raise ClientConfigError(f"{where}: {exc}") from exc
+        except Exception as exc:  # the loader's KeyError/TypeError/... on a malformed file: one clear line
+            raise ClientConfigError(f"{where}: malformed ({type(exc).__name__}: {exc})") from exc
         # One connection per concurrently allowed request, plus a few for LISTs; kopf has its own pool.
         configuration.connection_pool_maxsize = max(burst, 8) + 4
         return cls(

@@ -2,12 +2,26 @@
 
   GET  /debug/flags/v                      the current log verbosity (plain integer)
   PUT  /debug/flags/v                      body: an integer; changes the verbosity at once (as kube-scheduler)
-  GET  /debug/cache                        nodes, pods, assumed pods and queues as JSON
-  GET  /debug/cache/compare                the cache against a fresh LIST: missing, extra, stale (+ counts)
-  GET  /debug/explain/{namespace}/{name}   per-node, per-plugin explanation for a live pod (?format=text)
+  GET  /debug/cache                        nodes, pods, assumed pods and queues as JSON            (limited)
+  GET  /debug/cache/compare                the cache against a fresh LIST: missing, extra, stale  (limited)
+  GET  /debug/explain/{namespace}/{name}   per-node, per-plugin explanation for a live pod        (limited)
+  GET  /debug/pyscheduler/stats            watch, writer, client, queue and leader-election counters
 
-They expose the cluster's pods and nodes and let anyone who reaches the port change the log level, which is
-why they are behind a switch; the endpoints' port should not be reachable from outside the cluster.
+They expose the cluster's pods and nodes and change the log level, which is why they are behind a switch
+and, on the secure port, behind authorization like every path but the health checks (RBAC
+`nonResourceURLs: ["/debug/*"]`, verb `get`, and `put` for the verbosity).
+
+The three marked "limited" are expensive and share one ExpensiveCallLimiter (one in flight, a small token
+bucket, 429 with Retry-After beyond). They also keep the scheduling loop responsive while they compute:
+- compare: the LISTed objects are parsed in slices of PARSE_SLICE with `await asyncio.sleep(0)` between
+  slices; the comparison with the cache itself then runs on the loop in one go (it reads the live cache,
+  which only the loop may touch);
+- explain: runs in a worker thread on `Cache.fresh_snapshot()`, a private copy made on the loop (every
+  NodeInfo cloned; the NodeRecord/PodInfo records they share are never mutated after parsing), with the
+  pod parsed from a fresh GET. The profile's plugins are called from that thread: the in-tree plugins keep no
+  mutable state and read only their arguments (the framework's metrics observer is prometheus_client,
+  which is thread-safe). A future plugin that reads `handle.snapshot()` in Filter/Score would read the
+  scheduler's live snapshot from the thread and must not be explained this way.
 """
 
 from __future__ import annotations
@@ -16,11 +30,14 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from scheduler.adapters.cluster.client import ApiError, KubeClient, pod_path
+from scheduler.adapters.cluster.serving.guard import request_user
+from scheduler.adapters.cluster.serving.limits import ExpensiveCallLimiter
 from scheduler.core.explain import explain_pod, render_text
 from scheduler.core.scheduler import TERMINAL_PHASES, Scheduler
 from scheduler.framework.types import NodeRecord, ParseError, PodInfo, parse_node, parse_pod
@@ -34,6 +51,11 @@ GetPod = Callable[[str, str], Awaitable[JSON | None]]
 """Fetch one pod (namespace, name) from the API; None when it does not exist."""
 
 MAX_VERBOSITY = 10
+PARSE_SLICE = 500
+"""Objects of a LIST parsed between two yields to the event loop in /debug/cache/compare."""
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Stats = Callable[[], dict[str, Any]]
 
 
 def _json_response(doc: Any, status: int = 200) -> web.Response:
@@ -58,47 +80,76 @@ def parse_verbosity(body: str) -> int:
     return value
 
 
+@dataclass
+class _Listed:
+    """A LIST parsed for the comparison: node records, assigned pods, pending pods of our profiles."""
+
+    records: list[NodeRecord] = field(default_factory=list)
+    assigned: list[PodInfo] = field(default_factory=list)
+    unparsable: list[str] = field(default_factory=list)
+    pending: dict[str, str] = field(default_factory=dict)  # uid -> ns/name
+
+    def add_nodes(self, nodes: list[JSON]) -> None:
+        for obj in nodes:
+            try:
+                self.records.append(parse_node(obj))
+            except ParseError:
+                self.unparsable.append(f"node/{(obj.get('metadata') or {}).get('name')}")
+
+    def add_pods(self, scheduler: Scheduler, pods: list[JSON]) -> None:
+        for obj in pods:
+            try:
+                pod = parse_pod(obj)
+            except ParseError:
+                meta = obj.get("metadata") or {}
+                self.unparsable.append(f"pod/{meta.get('namespace')}/{meta.get('name')}")
+                continue
+            if pod.phase in TERMINAL_PHASES:
+                continue
+            if pod.node_name:
+                self.assigned.append(pod)
+            elif pod.scheduler_name in scheduler.profiles:
+                self.pending[pod.uid] = pod.key
+
+
 def compare(scheduler: Scheduler, nodes: list[JSON], pods: list[JSON]) -> JSON:
     """The cache and the pending set against a LIST: {"missing": ..., "extra": ..., "stale": ..., "counts": ...}.
 
     Nodes and assigned pods are compared by the cache (Cache.compare: assumed pods still binding are not
     drift); unassigned pods of our profiles against the pods the scheduler tracks as pending.
     """
-    records: list[NodeRecord] = []
-    assigned: list[PodInfo] = []
-    unparsable: list[str] = []
-    listed_pending: dict[str, str] = {}
-    for obj in nodes:
-        try:
-            records.append(parse_node(obj))
-        except ParseError:
-            unparsable.append(f"node/{(obj.get('metadata') or {}).get('name')}")
-    for obj in pods:
-        try:
-            pod = parse_pod(obj)
-        except ParseError:
-            meta = obj.get("metadata") or {}
-            unparsable.append(f"pod/{meta.get('namespace')}/{meta.get('name')}")
-            continue
-        if pod.phase in TERMINAL_PHASES:
-            continue
-        if pod.node_name:
-            assigned.append(pod)
-        elif pod.scheduler_name in scheduler.profiles:
-            listed_pending[pod.uid] = pod.key
-    drift = scheduler.cache.compare(records, assigned).to_dict()
+    listed = _Listed()
+    listed.add_nodes(nodes)
+    listed.add_pods(scheduler, pods)
+    return _comparison(scheduler, listed, len(nodes), len(pods))
+
+
+async def compare_in_slices(scheduler: Scheduler, nodes: list[JSON], pods: list[JSON]) -> JSON:
+    """`compare`, yielding to the event loop every PARSE_SLICE parsed objects (a big LIST parses for long)."""
+    listed = _Listed()
+    for start in range(0, len(nodes), PARSE_SLICE):
+        listed.add_nodes(nodes[start : start + PARSE_SLICE])
+        await asyncio.sleep(0)
+    for start in range(0, len(pods), PARSE_SLICE):
+        listed.add_pods(scheduler, pods[start : start + PARSE_SLICE])
+        await asyncio.sleep(0)
+    return _comparison(scheduler, listed, len(nodes), len(pods))
+
+
+def _comparison(scheduler: Scheduler, listed: _Listed, node_count: int, pod_count: int) -> JSON:
+    drift = scheduler.cache.compare(listed.records, listed.assigned).to_dict()
     tracked = {p.uid: p.key for p in scheduler.pending_pods()}
-    missing_pending = sorted(key for uid, key in listed_pending.items() if uid not in tracked)
+    missing_pending = sorted(key for uid, key in listed.pending.items() if uid not in tracked)
     # A pod the LIST shows unbound while we track it as pending is fine; one we track as pending that the
     # LIST no longer has (deleted, or bound by someone else) is extra unless our own bind is in flight.
     extra_pending = sorted(
-        key for uid, key in tracked.items() if uid not in listed_pending and not scheduler.cache.is_assumed(uid)
+        key for uid, key in tracked.items() if uid not in listed.pending and not scheduler.cache.is_assumed(uid)
     )
     doc: JSON = {
         "missing": {"nodes": drift["missing_nodes"], "pods": drift["missing_pods"], "pending_pods": missing_pending},
         "extra": {"nodes": drift["extra_nodes"], "pods": drift["extra_pods"], "pending_pods": extra_pending},
         "stale": {"nodes": drift["stale_nodes"], "pods": drift["stale_pods"]},
-        "unparsable": sorted(unparsable),
+        "unparsable": sorted(listed.unparsable),
     }
     counts: dict[str, int] = {}
     for kind in ("missing", "extra", "stale"):
@@ -106,7 +157,7 @@ def compare(scheduler: Scheduler, nodes: list[JSON], pods: list[JSON]) -> JSON:
             counts[f"{kind}_{what}"] = len(names)
     counts["total"] = sum(counts.values())
     doc["counts"] = counts
-    doc["listed"] = {"nodes": len(nodes), "pods": len(pods)}
+    doc["listed"] = {"nodes": node_count, "pods": pod_count}
     doc["cached"] = {
         "nodes": scheduler.cache.node_count(),
         "pods": scheduler.cache.pod_count(),
@@ -149,17 +200,50 @@ def dump(scheduler: Scheduler) -> JSON:
 class DebugHandlers:
     """The /debug/* routes over one scheduler; `list_cluster` and `get_pod` reach the API server."""
 
-    def __init__(self, scheduler: Scheduler, list_cluster: ListCluster, get_pod: GetPod) -> None:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        list_cluster: ListCluster,
+        get_pod: GetPod,
+        *,
+        stats: Stats | None = None,
+        limiter: ExpensiveCallLimiter | None = None,
+    ) -> None:
         self.scheduler = scheduler
         self.list_cluster = list_cluster
         self.get_pod = get_pod
+        self.stats = stats
+        self.limiter = limiter or ExpensiveCallLimiter()
 
     def register(self, app: web.Application) -> None:
         app.router.add_get("/debug/flags/v", self.get_v)
         app.router.add_put("/debug/flags/v", self.put_v)
-        app.router.add_get("/debug/cache", self.cache)
-        app.router.add_get("/debug/cache/compare", self.compare)
-        app.router.add_get("/debug/explain/{namespace}/{name}", self.explain)
+        app.router.add_get("/debug/cache", self.limited(self.cache))
+        app.router.add_get("/debug/cache/compare", self.limited(self.compare))
+        app.router.add_get("/debug/explain/{namespace}/{name}", self.limited(self.explain))
+        if self.stats is not None:
+            app.router.add_get("/debug/pyscheduler/stats", self.get_stats)
+
+    def limited(self, handler: Handler) -> Handler:
+        """`handler` behind the shared limiter of expensive calls: 429 with Retry-After when refused."""
+        limiter = self.limiter
+
+        async def limited_handler(request: web.Request) -> web.StreamResponse:
+            delay = limiter.admit()
+            if delay > 0:
+                retry = limiter.retry_after_header(delay)
+                return web.Response(
+                    status=429,
+                    text=f"too many expensive debug requests (at most {limiter.max_in_flight} at a time, "
+                    f"{limiter.burst} in a burst, {limiter.rate:g}/s): retry after {retry}s\n",
+                    headers={"Retry-After": retry},
+                )
+            try:
+                return await handler(request)
+            finally:
+                limiter.release()
+
+        return limited_handler
 
     async def get_v(self, _: web.Request) -> web.Response:
         return web.Response(text=f"{get_verbosity()}\n")
@@ -171,8 +255,13 @@ class DebugHandlers:
             return web.Response(text=f"{exc}\n", status=400)
         old = get_verbosity()
         set_verbosity(value)
-        log.info("log verbosity changed", extra={"from": old, "to": value})
+        user = request_user(request)
+        log.info("log verbosity changed", extra={"from": old, "to": value, "user": user.name if user else None})
         return web.Response(text=f"successfully set verbosity to {value}\n")
+
+    async def get_stats(self, _: web.Request) -> web.Response:
+        assert self.stats is not None
+        return _json_response(self.stats())
 
     async def cache(self, _: web.Request) -> web.Response:
         return _json_response(dump(self.scheduler))
@@ -182,7 +271,7 @@ class DebugHandlers:
             nodes, pods = await self.list_cluster()
         except Exception as exc:
             return _json_response({"error": f"LIST failed: {exc}"}, status=502)
-        return _json_response(compare(self.scheduler, nodes, pods))
+        return _json_response(await compare_in_slices(self.scheduler, nodes, pods))
 
     async def explain(self, request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
@@ -204,7 +293,8 @@ class DebugHandlers:
             return _json_response({"error": f"pod {namespace}/{name} cannot be parsed: {exc}"}, status=422)
         profiles = self.scheduler.profiles
         fwk = profiles.get(pod.scheduler_name) or next(iter(profiles.values()))
-        expl = explain_pod(fwk, pod, self.scheduler.cache.fresh_snapshot())
+        snapshot = self.scheduler.cache.fresh_snapshot()  # a private copy, made on the loop (see module doc)
+        expl = await asyncio.to_thread(explain_pod, fwk, pod, snapshot)
         if fmt == "text":
             return web.Response(text=render_text(expl) + "\n")
         return _json_response(expl.to_json())
@@ -235,7 +325,7 @@ def signal_comparer(scheduler: Scheduler, list_cluster: ListCluster) -> Callable
         except Exception as exc:
             log.error("cache comparison failed: LIST failed", extra={"error": str(exc)})
             return
-        log_comparison(compare(scheduler, nodes, pods))
+        log_comparison(await compare_in_slices(scheduler, nodes, pods))
 
     def on_signal() -> None:
         if running:

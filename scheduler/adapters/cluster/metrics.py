@@ -126,6 +126,13 @@ class SchedulerMetrics(Observer):
         )
         for entry in UNSUPPORTED:
             self.unsupported.labels(entry.feature)
+        self.plugin_errors = Counter(
+            "pyscheduler_plugin_errors",
+            "Plugin calls that raised or returned something malformed (that pod's attempt failed), by plugin and "
+            "extension point.",
+            ["plugin", "extension_point"],
+            registry=registry,
+        )
         self.leader = Gauge("pyscheduler_leader", "1 while this replica holds the leader lease.", registry=registry)
         self.build = Info("pyscheduler_build", "Build information.", registry=registry)
         self.build.info({"version": "0.1.0"})
@@ -160,6 +167,9 @@ class SchedulerMetrics(Observer):
 
     def unsupported_pod(self, feature: str) -> None:
         self.unsupported.labels(feature).inc()
+
+    def plugin_error(self, plugin: str, point: str) -> None:
+        self.plugin_errors.labels(plugin, point).inc()
 
     def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
         """rest_client_requests_total and rest_client_request_duration_seconds for one API call."""

@@ -8,7 +8,11 @@ Task layout (all in one event loop):
   scheduling      waits for caches synced and for leadership, then Scheduler.run
   leader-election LeaseElector (leaderElection.leaderElect): campaigns, then renews; ends the process if lost
   kopf-operator   kopf's node watch (spawned last: kopf cancels tasks created after it started)
-and an aiohttp server for /healthz /livez /readyz /metrics /configz.
+and an aiohttp server for /healthz /livez /readyz /metrics /configz (+ /debug/* with --enable-debug-handlers):
+HTTPS with delegated authentication and authorization like kube-scheduler's secure port (serving/), or
+plain HTTP with no checks under --insecure-serving. The TokenReviews and SubjectAccessReviews go through a
+client of their own (own rate limit and connections, 10 s bound), so checking a scraper never waits behind
+binds and a slow API answer delays only that HTTP request, never the scheduling loop.
 
 Every task is supervised: if one ends while we are not stopping, the process logs it and exits non-zero so
 Kubernetes restarts it rather than leaving it half-alive. SIGTERM/SIGINT stop scheduling, wait for in-flight
@@ -25,7 +29,7 @@ import json
 import logging
 import signal
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
@@ -41,6 +45,10 @@ from scheduler.adapters.cluster.informers import ObjectInformer
 from scheduler.adapters.cluster.leader import LeaseElector
 from scheduler.adapters.cluster.metrics import SchedulerMetrics, SchedulerStateCollector
 from scheduler.adapters.cluster.pod_watch import PodWatch
+from scheduler.adapters.cluster.serving.authn import REVIEW_TIMEOUT, DelegatingAuthenticator, token_reviewer
+from scheduler.adapters.cluster.serving.authz import DelegatingAuthorizer, subject_access_reviewer
+from scheduler.adapters.cluster.serving.guard import guard
+from scheduler.adapters.cluster.serving.options import Serving, ServingOptions, prepare_serving
 from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, ClusterWatcher
 from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.config.types import SchedulerConfiguration
@@ -54,6 +62,11 @@ LOOP_STALL_SECONDS = 60.0
 SHUTDOWN_BIND_TIMEOUT = 30.0
 SHUTDOWN_WRITE_TIMEOUT = 5.0
 KOPF_STOP_TIMEOUT = 15.0
+# The delegated authn/authz client's limits: upstream's delegating clients use qps 200 / burst 400 "since this
+# will effectively limit API server responsiveness"; one retry, and every review bounded by REVIEW_TIMEOUT.
+AUTH_QPS = 200.0
+AUTH_BURST = 400
+AUTH_MAX_RETRIES = 1
 
 LeaderGate = Callable[[], Awaitable[None]]
 """Awaited before scheduling starts; returns once this instance leads. With leaderElection.leaderElect (and
@@ -150,6 +163,9 @@ def metrics_registry(scheduler: Scheduler, metrics: SchedulerMetrics) -> Collect
     # (A process-wide switch of prometheus_client: this process serves only this registry.)
     disable_created_metrics()  # type: ignore[no-untyped-call]
     registry = metrics.registry
+    for fwk in scheduler.profiles.values():  # a zero series per plugin and point, so rates exist from the start
+        for plugin, point in fwk.plugin_points():
+            metrics.plugin_errors.labels(plugin, point)
     registry.register(SchedulerStateCollector(scheduler))
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
@@ -160,10 +176,11 @@ def metrics_registry(scheduler: Scheduler, metrics: SchedulerMetrics) -> Collect
 def build_app(
     health: Health,
     config: SchedulerConfiguration,
-    extra: Callable[[], dict[str, Any]],
     registry: CollectorRegistry | None = None,
+    *,
+    middlewares: Sequence[Any] = (),
 ) -> web.Application:
-    """The endpoints kube-scheduler serves (plain HTTP here; TLS/authn is left to the deployment)."""
+    """The endpoints kube-scheduler serves; `middlewares` puts the secure port's guard in front of them."""
     metrics_source = registry if registry is not None else CollectorRegistry()
 
     async def livez(request: web.Request) -> web.Response:
@@ -181,17 +198,12 @@ def build_app(
     async def configz(_: web.Request) -> web.Response:
         return web.Response(text=configz_body, content_type="application/json")
 
-    async def debug_stats(_: web.Request) -> web.Response:
-        text = json.dumps(jsonable(extra()), indent=2, sort_keys=True)
-        return web.Response(text=text, content_type="application/json")
-
-    app = web.Application()
+    app = web.Application(middlewares=list(middlewares))
     app.router.add_get("/healthz", livez)
     app.router.add_get("/livez", livez)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/configz", configz)
-    app.router.add_get("/debug/pyscheduler/stats", debug_stats)
     return app
 
 
@@ -199,8 +211,7 @@ async def run(
     config: SchedulerConfiguration,
     kubeconfig: str | None,
     stop: asyncio.Event | None = None,
-    port: int = 10259,
-    bind_address: str = "0.0.0.0",
+    serving: Serving | None = None,
     *,
     resync_period: float = DEFAULT_RESYNC_PERIOD,
     leader_gate: LeaderGate = always_leader,
@@ -213,8 +224,10 @@ async def run(
     0 after a requested stop; 1 when a background task died or the API server could not be reached at all.
     `observer` defaults to a SchedulerMetrics on a fresh registry; /metrics serves that registry (or a fresh
     one holding only the state gauges and process metrics when another kind of Observer is given).
+    `serving` defaults to kube-scheduler's: HTTPS on 0.0.0.0:10259 with a self-signed certificate.
     """
     stop = stop or asyncio.Event()
+    serving = serving or prepare_serving(ServingOptions())
     loop = asyncio.get_running_loop()
     client = await KubeClient.create(
         kubeconfig or (config.client_connection.kubeconfig or None),
@@ -251,9 +264,26 @@ async def run(
             "leader_election": elector.describe() if elector is not None else None,
         }
 
-    app = build_app(health, config, stats, registry)
-    if debug_handlers:  # --enable-debug-handlers: /debug/flags/v, /debug/cache[/compare], /debug/explain
-        DebugHandlers(scheduler, watcher.list_cluster, pod_getter(client)).register(app)
+    auth_client: KubeClient | None = None
+    middlewares: list[Any] = []
+    if serving.secure:
+        auth_client = KubeClient(
+            client.configuration,
+            qps=AUTH_QPS,
+            burst=AUTH_BURST,
+            request_timeout=REVIEW_TIMEOUT,
+            max_retries=AUTH_MAX_RETRIES,
+        )
+        auth_client.request_observer = metrics.rest_request
+        authenticator = DelegatingAuthenticator(token_reviewer(auth_client))
+        authorizer = DelegatingAuthorizer(subject_access_reviewer(auth_client), serving.always_allow)
+        middlewares.append(guard(authenticator, authorizer))
+    else:
+        log.warning("--insecure-serving: plain HTTP, no authentication, no authorization; for local debugging only")
+    app = build_app(health, config, registry, middlewares=middlewares)
+    if debug_handlers:  # --enable-debug-handlers: /debug/flags/v, /debug/cache[/compare], /debug/explain, stats
+        handlers = DebugHandlers(scheduler, watcher.list_cluster, pod_getter(client), stats=lambda: jsonable(stats()))
+        handlers.register(app)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     tasks: dict[asyncio.Task[Any], str] = {}
@@ -262,9 +292,19 @@ async def run(
     scheduling_task: asyncio.Task[None] | None = None
     code = 0
     try:
-        site = web.TCPSite(runner, bind_address, port)
+        site = web.TCPSite(runner, serving.bind_address, serving.port, ssl_context=serving.ssl_context)
         await site.start()
-        log.info("serving health and metrics", extra={"address": bind_address, "port": port})
+        log.info(
+            "serving health and metrics",
+            extra={
+                "address": serving.bind_address,
+                "port": serving.port,
+                "scheme": serving.scheme,
+                "selfSignedCertificate": serving.self_signed,
+                "clientCertificates": serving.client_certificates,
+                "alwaysAllowPaths": list(serving.always_allow.paths),
+            },
+        )
 
         async def scheduling() -> None:
             await watcher.synced.wait()
@@ -336,6 +376,8 @@ async def run(
         await _shutdown(scheduler, scheduling_task, writer, tasks, kopf_stop, kopf_task, release)
         with contextlib.suppress(Exception):
             await runner.cleanup()
+        if auth_client is not None:
+            await auth_client.close()
         await client.close()
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2):

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.backend.cache.node_tree import NodeTree
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import ActionType
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import NodeInfo, NodeRecord, PodInfo, Resource
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})

@@ -116,7 +116,10 @@ class ClusterObjects:
         return {kind: len(store) for kind, store in self._objects.items() if store}
 
     def _store(self, kind: str) -> dict[tuple[str, str], JSON]:
-        try:
-            return self._objects[kind]
-        except KeyError:
-            raise KeyError(f"unknown object kind {kind!r}; known: {', '.join(sorted(KINDS))}") from None
+        store = self._objects.get(kind)
+        if store is None:
+            if kind not in KINDS:
+                raise KeyError(f"unknown object kind {kind!r}; known: {', '.join(sorted(KINDS))}")
+            store = self._objects[kind] = {}  # registered after this store was made (out-of-tree plugin)
+            self._generations[kind] = 0
+        return store

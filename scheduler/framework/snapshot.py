@@ -1,0 +1,131 @@
+"""The per-cycle snapshot: cloned NodeInfos and the zone-interleaved node list (upstream snapshot.go).
+
+Part of the framework because plugins read it (Handle.snapshot()); the cache (backend) fills it.
+
+The cache fills it (`Cache.update_snapshot`); a scheduling cycle only reads it, so what a cycle sees cannot
+change under it even while watch events keep arriving.
+"""
+
+from __future__ import annotations
+
+from scheduler.framework.types import NodeInfo
+
+
+class Snapshot:
+    """Node infos by name, the node list in nodeTree order, and how many nodes hold each image."""
+
+    __slots__ = (
+        "_list_index",
+        "_list_names",
+        "_list_of",
+        "changed",
+        "generation",
+        "image_num_nodes",
+        "node_info_list",
+        "node_info_map",
+        "used_pvc_counts",
+    )
+
+    def __init__(self) -> None:
+        self.node_info_map: dict[str, NodeInfo] = {}
+        self.node_info_list: list[NodeInfo] = []
+        self.image_num_nodes: dict[str, int] = {}
+        # "namespace/claim" -> pods on the snapshot's nodes using the claim through a persistentVolumeClaim
+        # volume (upstream usedPVCRefCounts, for VolumeRestrictions' ReadWriteOncePod check); kept up to
+        # date by Cache.update_snapshot from each changed NodeInfo's pvc_ref_counts.
+        self.used_pvc_counts: dict[str, int] = {}
+        self.generation = 0
+        # Kept by Cache.update_snapshot: the names node_info_list was built from (and that list), plus a
+        # lazily built name -> position index, so an unchanged node order is patched instead of remapped.
+        self._list_names: list[str] | None = None
+        self._list_of: list[NodeInfo] | None = None
+        self._list_index: dict[str, int] | None = None
+        # Names of the nodes a what-if copy (with_nodes) replaced, relative to the snapshot it came from.
+        self.changed: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
+        """A snapshot over the given node infos in the given order (for tests and simulations)."""
+        snap = cls()
+        snap.node_info_list = list(infos)
+        snap.node_info_map = {n.name: n for n in infos}
+        snap.recount_images()
+        snap.recount_pvcs()
+        return snap
+
+    def recount_images(self) -> None:
+        """Recompute image -> number of nodes that hold it (ImageLocality's spread factor)."""
+        counts: dict[str, int] = {}
+        for info in self.node_info_list:
+            if info.node is not None:
+                for image in info.node.images:
+                    counts[image] = counts.get(image, 0) + 1
+        self.image_num_nodes = counts
+
+    def recount_pvcs(self) -> None:
+        """Recompute used_pvc_counts from every node's pvc_ref_counts."""
+        counts: dict[str, int] = {}
+        for info in self.node_info_map.values():
+            for key, n in info.pvc_ref_counts.items():
+                counts[key] = counts.get(key, 0) + n
+        self.used_pvc_counts = counts
+
+    def count_pvcs(self, info: NodeInfo, sign: int) -> None:
+        """Add (sign 1) or remove (sign -1) one node's claim references to used_pvc_counts."""
+        counts = self.used_pvc_counts
+        for key, n in info.pvc_ref_counts.items():
+            left = counts.get(key, 0) + sign * n
+            if left > 0:
+                counts[key] = left
+            else:
+                counts.pop(key, None)
+
+    def is_pvc_used_by_pods(self, key: str) -> bool:
+        """IsPVCUsedByPods: some pod on a node of the snapshot uses the claim "namespace/name"."""
+        return self.used_pvc_counts.get(key, 0) > 0
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self.node_info_map.get(name)
+
+    def num_nodes(self) -> int:
+        return len(self.node_info_list)
+
+    def with_nodes(self, replacements: dict[str, NodeInfo]) -> Snapshot:
+        """A new snapshot in which the named NodeInfos are replaced (what-if explanations); same order.
+
+        Costs a list and a dict copy: the positions come from an index built once per snapshot, and image
+        counts are recounted only when a replacement changed a node's images. `changed` names the nodes
+        replaced (accumulated over a chain of copies).
+        """
+        index = self._list_index
+        if index is None or len(index) != len(self.node_info_list):
+            index = self._list_index = {n.name: i for i, n in enumerate(self.node_info_list)}
+        snap = Snapshot()
+        snap.node_info_list = list(self.node_info_list)
+        snap.node_info_map = dict(self.node_info_map)
+        snap.image_num_nodes = self.image_num_nodes
+        snap.used_pvc_counts = self.used_pvc_counts
+        snap._list_index = index
+        recount = False
+        pvc_moves: list[tuple[NodeInfo, NodeInfo]] = []
+        for name, info in replacements.items():
+            i = index.get(name)
+            if i is None:
+                continue
+            old = snap.node_info_list[i]
+            snap.node_info_list[i] = info
+            snap.node_info_map[name] = info
+            old_images = old.node.images if old.node is not None else {}
+            new_images = info.node.images if info.node is not None else {}
+            recount |= old_images.keys() != new_images.keys()
+            if old.pvc_ref_counts != info.pvc_ref_counts:
+                pvc_moves.append((old, info))
+        if recount:
+            snap.recount_images()
+        if pvc_moves:  # the claim counts are shared with the original until a replacement changes them
+            snap.used_pvc_counts = dict(self.used_pvc_counts)
+            for old, info in pvc_moves:
+                snap.count_pvcs(old, -1)
+                snap.count_pvcs(info, 1)
+        snap.changed = self.changed | frozenset(n for n in replacements if n in index)
+        return snap

@@ -1,0 +1,178 @@
+"""What would make a pod fit: every fix kind, proven by re-running the filters, ranked, combined when needed.
+
+Each test builds a small cluster, explains a pod that fits nowhere, then *applies* the proposed change to
+the input and checks the real scheduler places the pod on one of the predicted nodes (the fix is true).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler.adapters.memory import MemoryCluster
+from scheduler.core.clock import FakeClock
+from scheduler.core.explain import Explanation, explain_pod, render_text
+from scheduler.core.fixes import Fix, feasible_nodes
+from scheduler.core.profile import build_scheduler
+from scheduler.core.scheduler import Scheduler
+from scheduler.testing import NodeBuilder, PodBuilder, expr, make_node, make_pod
+
+JSON = dict[str, Any]
+
+
+class Cluster:
+    def __init__(self, nodes: list[NodeBuilder], pods: tuple[PodBuilder, ...] | list[PodBuilder] = ()) -> None:
+        self.node_objs = [n.obj() for n in nodes]
+        self.pod_objs = [p.obj() for p in pods]
+
+    async def explain(self, pod: PodBuilder) -> Explanation:
+        sched = await self._run()
+        return explain_pod(sched.profiles["pyscheduler"], pod.info(), sched.cache.fresh_snapshot())
+
+    async def place(self, pod: PodBuilder) -> str | None:
+        """Where the real scheduler puts the pod in this cluster."""
+        obj = pod.obj()
+        cluster = MemoryCluster()
+        clock = FakeClock()
+        sched = build_scheduler(cluster, clock=clock, seed=0)
+        cluster.attach(sched)
+        for n in self.node_objs:
+            cluster.apply_node(n)
+        for p in self.pod_objs:
+            cluster.apply_pod(p)
+        cluster.apply_pod(obj)
+        await sched.run_until_idle(advance=clock.advance_to)
+        return cluster.node_of(obj["metadata"]["uid"])
+
+    async def _run(self) -> Scheduler:
+        cluster = MemoryCluster()
+        sched = build_scheduler(cluster, clock=FakeClock(), seed=0)
+        cluster.attach(sched)
+        for n in self.node_objs:
+            cluster.apply_node(n)
+        for p in self.pod_objs:
+            cluster.apply_pod(p)
+        return sched
+
+
+def fix_of(expl: Explanation, kind: str) -> Fix:
+    found = [f for f in expl.fixes if f.kind == kind]
+    assert found, f"no {kind} fix in {[f.description for f in expl.fixes]}"
+    return found[0]
+
+
+async def test_tolerate_taint() -> None:
+    """Two GPU-tainted nodes: tolerating the taint opens both; applying it schedules the pod there."""
+    cluster = Cluster([make_node(f"gpu-{i}").taint("dedicated", "gpu") for i in range(2)] + [
+        make_node("cordoned").unschedulable()
+    ])
+    pod = make_pod("p")
+    expl = await cluster.explain(pod)
+    fix = fix_of(expl, "tolerate-taint")
+    assert fix.description == "tolerate taint dedicated=gpu:NoSchedule"
+    assert fix.nodes == ["gpu-0", "gpu-1"]
+    assert fix.data["toleration"] == {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+    assert await cluster.place(pod.toleration("dedicated", "gpu", "NoSchedule")) in fix.nodes
+
+
+async def test_lower_request_to_the_largest_that_fits() -> None:
+    """The largest free cpu over the nodes is the proposed request; with it the pod binds on that node."""
+    cluster = Cluster(
+        [make_node("a").capacity(cpu="4"), make_node("b").capacity(cpu="4")],
+        [make_pod("ua").node("a").req(cpu="3"), make_pod("ub").node("b").req(cpu="2500m")],
+    )
+    pod = make_pod("p").req(cpu="2")
+    expl = await cluster.explain(pod)
+    fix = fix_of(expl, "lower-request")
+    assert fix.data == {"resource": "cpu", "request": "1500m"}
+    assert fix.nodes == ["b"]
+    assert await cluster.place(make_pod("p").req(cpu="1500m")) == "b"
+
+
+async def test_drop_node_selector_and_relax_affinity() -> None:
+    cluster = Cluster([make_node("ssd").labels(disk="ssd", zone="a"), make_node("hdd").labels(disk="hdd", zone="b")])
+    pod = make_pod("p").node_selector(disk="nvme")
+    expl = await cluster.explain(pod)
+    fix = fix_of(expl, "drop-node-selector")
+    assert fix.description == "drop nodeSelector disk=nvme" and fix.nodes == ["hdd", "ssd"]
+    pod = make_pod("p").required_term([expr("zone", "In", ["c"]), expr("disk", "In", ["ssd"])])
+    expl = await cluster.explain(pod)
+    relax = fix_of(expl, "relax-node-affinity")
+    assert relax.description == "drop requirement zone In ['c'] from required node affinity term 1"
+    assert relax.nodes == ["ssd"]
+    assert await cluster.place(make_pod("p").required_term([expr("disk", "In", ["ssd"])])) == "ssd"
+
+
+async def test_free_host_port_names_the_holder() -> None:
+    cluster = Cluster([make_node("n1")], [make_pod("dns-old", "kube-system").node("n1").host_port(53, "UDP")])
+    pod = make_pod("dns", "kube-system").host_port(53, "UDP")
+    expl = await cluster.explain(pod)
+    fix = fix_of(expl, "free-host-port")
+    assert fix.description == "free host port UDP 0.0.0.0:53 on node n1 (move or delete pod(s) kube-system/dns-old)"
+    assert fix.nodes == ["n1"]
+    assert Cluster([make_node("n1")]).node_objs and await Cluster([make_node("n1")]).place(pod) == "n1"
+
+
+async def test_uncordon() -> None:
+    cluster = Cluster([make_node("only").unschedulable()])
+    expl = await cluster.explain(make_pod("p"))
+    assert [f.description for f in expl.fixes] == ["uncordon node only"]
+
+
+async def test_combination_when_no_single_change_suffices() -> None:
+    """A tainted node that is also too small: neither change alone opens it, both together do."""
+    cluster = Cluster([make_node("gpu").taint("dedicated", "gpu").capacity(cpu="1")])
+    pod = make_pod("p").req(cpu="2")
+    expl = await cluster.explain(pod)
+    [fix] = expl.fixes
+    assert fix.kind == "combination" and fix.nodes == ["gpu"]
+    assert sorted(p.kind for p in fix.parts) == ["lower-request", "tolerate-taint"]
+    fixed = make_pod("p").req(cpu="1").toleration("dedicated", "gpu", "NoSchedule")
+    assert await cluster.place(fixed) == "gpu"
+
+
+async def test_fixes_are_ranked_by_nodes_opened() -> None:
+    nodes = [make_node(f"t{i}").taint("team", "x") for i in range(3)] + [make_node("c").unschedulable()]
+    expl = await Cluster(nodes).explain(make_pod("p"))
+    assert [len(f.nodes) for f in expl.fixes] == sorted((len(f.nodes) for f in expl.fixes), reverse=True)
+    assert expl.fixes[0].description == "tolerate taint team=x:NoSchedule"
+    text = render_text(expl)
+    assert "1. tolerate taint team=x:NoSchedule -> 3 node(s) [t0, t1, t2]" in text
+
+
+async def test_no_fix_when_nothing_helps() -> None:
+    """Too many pods on the only node: no plugin proposes a change; the text says so."""
+    cluster = Cluster([make_node("n").capacity(pods="1")], [make_pod("full").node("n")])
+    expl = await cluster.explain(make_pod("p"))
+    assert expl.fixes == []
+    assert "no single change (or pair of changes) found" in render_text(expl)
+
+
+@pytest.mark.parametrize("count", [1, 40])
+async def test_grouping_keeps_large_answers_short(count: int) -> None:
+    """Nodes sharing a decisive reason are one line with a count and at most five names."""
+    cluster = Cluster([make_node(f"n{i:02d}").taint("k", "v") for i in range(count)])
+    expl = await cluster.explain(make_pod("p"))
+    [(reason, names)] = expl.groups()
+    assert reason == "TaintToleration: node(s) had untolerated taint(s)" and len(names) == count
+    text = render_text(expl)
+    assert f"{count} node(s): TaintToleration" in text
+    assert text.count("n0") <= 2 * 5 + 1  # names in the group line and the fix line only
+
+
+async def test_why_this_node_for_a_bound_pod() -> None:
+    """A bound pod: its node's per-plugin scores against the runners-up."""
+    cluster = Cluster([make_node("big").capacity(cpu="16"), make_node("small").capacity(cpu="2")])
+    expl = await cluster.explain(make_pod("p").req(cpu="1").node("big"))
+    why = expl.why()
+    assert why is not None and why["node"] == "big"
+    [runner] = why["runnersUp"]
+    assert runner["node"] == "small" and runner["difference"]["NodeResourcesFit"] > 0
+    assert "Why big: the pod is on the node with the highest total score" in render_text(expl)
+
+
+async def test_feasible_nodes_runs_every_node() -> None:
+    """The proof step evaluates all nodes (no percentageOfNodesToScore sampling)."""
+    sched = await Cluster([make_node(f"n{i}") for i in range(300)])._run()
+    assert len(feasible_nodes(sched.profiles["pyscheduler"], make_pod("p").info(), sched.cache.fresh_snapshot())) == 300
