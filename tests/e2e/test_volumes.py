@@ -19,10 +19,7 @@ import asyncio
 import contextlib
 import functools
 import json
-import os
 import secrets
-import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,8 +31,8 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
-from tests.e2e.conftest import NodeFactory, PySchedulerProcess
+from tests.cluster.harness import ControlPlane, ManagedProcess
+from tests.e2e.conftest import NodeFactory, PySchedulerProcess, StartPyScheduler
 from tests.e2e.kube import JSON, get_pod, list_pods, pod_manifest, request_json, status_condition, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -766,9 +763,8 @@ def _bind_timeout_profile(scheduler: str, seconds: int) -> JSON:
     }
 
 
-@contextlib.asynccontextmanager
-async def pyscheduler_with(kubeconfig: Path, tmp_path: Path, profile: JSON) -> AsyncIterator[PySchedulerProcess]:
-    """`pyscheduler run` with one profile of our choosing and the debug handlers; SIGTERM must end it with 0."""
+def _config_with(tmp_path: Path, profile: JSON) -> Path:
+    """A single-replica KubeSchedulerConfiguration with one profile of our choosing."""
     import yaml
 
     config = tmp_path / "pyscheduler-volumes.yaml"
@@ -782,57 +778,7 @@ async def pyscheduler_with(kubeconfig: Path, tmp_path: Path, profile: JSON) -> A
             }
         )
     )
-    port = free_port()
-    argv = [
-        sys.executable,
-        "-m",
-        "scheduler",
-        "run",
-        "--config",
-        str(config),
-        "--kubeconfig",
-        str(kubeconfig),
-        "--port",
-        str(port),
-        "--bind-address",
-        "127.0.0.1",
-        "-v",
-        "2",
-        "--enable-debug-handlers",
-    ]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    process = ManagedProcess("pyscheduler", argv, tmp_path / "pyscheduler-volumes.log", env=env).start()
-    handle = PySchedulerProcess(process, port)
-
-    async def ready() -> bool:
-        if not process.running():
-            raise AssertionError(f"pyscheduler exited with {process.poll()}:\n{handle.log()}")
-        try:
-            async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session,
-                session.get(f"{handle.url}/readyz") as resp,
-            ):
-                return resp.status == 200
-        except (aiohttp.ClientError, TimeoutError):
-            return False
-
-    try:
-        await wait_for(ready, what="pyscheduler /readyz", within=60)
-        yield handle
-    finally:
-        code = None
-        if process.running() and process.pid is not None:
-            os.kill(process.pid, signal.SIGTERM)
-
-            async def exited() -> bool:
-                return not process.running()
-
-            with contextlib.suppress(AssertionError):
-                await wait_for(exited, what="pyscheduler to exit", within=20, interval=0.1)
-            code = process.poll()
-        log_text = handle.log()
-        process.stop()
-        assert code == 0, f"pyscheduler did not exit cleanly on SIGTERM (code {code}):\n{log_text}"
+    return config
 
 
 async def test_provisioner_that_never_answers_times_out_and_the_pod_is_retried(
@@ -842,6 +788,7 @@ async def test_provisioner_that_never_answers_times_out_and_the_pod_is_retried(
     tmp_path: Path,
     prefix: str,
     nodes3: list[str],
+    start_pyscheduler: StartPyScheduler,
 ) -> None:
     """bindTimeoutSeconds=3 and a provisioner that does not answer: the binding fails with upstream's PreBind
     error (SchedulerError), the pod stays unbound; once the provisioner answers, the retried pod binds. Nothing
@@ -849,42 +796,41 @@ async def test_provisioner_that_never_answers_times_out_and_the_pod_is_retried(
     timeout = 3
     control_plane.start_kube_scheduler(profiles=[_bind_timeout_profile(UPSTREAM, timeout)])
     try:
-        async with pyscheduler_with(kubeconfig, tmp_path, _bind_timeout_profile(OURS, timeout)) as ours:
+        ours = await start_pyscheduler(
+            "--enable-debug-handlers", config=_config_with(tmp_path, _bind_timeout_profile(OURS, timeout))
+        )
 
-            async def scenario(run: Run, nodes: list[str]) -> dict[str, Any]:
-                name = f"{run.tag}.mute.e2e.pyscheduler.io"
-                async with Provisioner(run.api, name, answering=False) as mute:
-                    try:
-                        sc = await run.storage_class("mute", provisioner=name)
-                        await run.pvc("data", sc)
-                        await run.pod("db", ("data",))
+        async def scenario(run: Run, nodes: list[str]) -> dict[str, Any]:
+            name = f"{run.tag}.mute.e2e.pyscheduler.io"
+            async with Provisioner(run.api, name, answering=False) as mute:
+                try:
+                    sc = await run.storage_class("mute", provisioner=name)
+                    await run.pvc("data", sc)
+                    await run.pod("db", ("data",))
 
-                        async def failed() -> str | None:
-                            pod = await get_pod(run.api, run.namespace, "db")
-                            assert not pod["spec"].get("nodeName")
-                            cond = status_condition(pod, "PodScheduled")
-                            if cond and cond.get("reason") == "SchedulerError":
-                                return str(cond["message"])
-                            return None
+                    async def failed() -> str | None:
+                        pod = await get_pod(run.api, run.namespace, "db")
+                        assert not pod["spec"].get("nodeName")
+                        cond = status_condition(pod, "PodScheduled")
+                        if cond and cond.get("reason") == "SchedulerError":
+                            return str(cond["message"])
+                        return None
 
-                        message = await wait_for(failed, what="the binding to time out", within=120)
-                        assert mute.provisioned == []
-                        mute.answering = True  # the retried attempt's claim gets its PV now
-                        node = await run.wait_bound("db", within=120)
-                        claim = await run.wait_claim_bound("data")
-                        assert claim["metadata"]["annotations"][SELECTED_NODE] == node
-                        assert len(mute.provisioned) == 1
-                        return {"message": message, "bound": node in nodes}
-                    finally:
-                        await mute.cleanup()
+                    message = await wait_for(failed, what="the binding to time out", within=120)
+                    assert mute.provisioned == []
+                    mute.answering = True  # the retried attempt's claim gets its PV now
+                    node = await run.wait_bound("db", within=120)
+                    claim = await run.wait_claim_bound("data")
+                    assert claim["metadata"]["annotations"][SELECTED_NODE] == node
+                    assert len(mute.provisioned) == 1
+                    return {"message": message, "bound": node in nodes}
+                finally:
+                    await mute.cleanup()
 
-            outcomes = await compare(api_client, control_plane, prefix, nodes3, scenario)
-            async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
-                session.get(f"{ours.url}/debug/cache") as resp,
-            ):
-                dump = await resp.json()
-            assert dump["assumed_pods"] == []
+        outcomes = await compare(api_client, control_plane, prefix, nodes3, scenario)
+        status, body = await ours.request("GET", "/debug/cache")
+        assert status == 200, body
+        assert json.loads(body)["assumed_pods"] == []
     finally:
         control_plane.stop_process("kube-scheduler")
     assert (
