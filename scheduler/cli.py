@@ -55,7 +55,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print(f"error: {exc.args[0]}", file=sys.stderr)
             return EXIT_USAGE
     if args.output == "json":
-        doc: dict[str, object] = {"pods": [o.to_json() for o in result.outcomes]}
+        doc: dict[str, object] = result.to_json()
         if explanation is not None:
             doc["explain"] = explanation.to_json()
         print(json.dumps(doc, indent=2))

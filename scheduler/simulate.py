@@ -44,22 +44,121 @@ class InputError(ValueError):
     """Malformed simulation input; the message names the document and the field."""
 
 
+# The PriorityClasses every API server creates at startup (scheduling.SystemPriorityClasses).
+SYSTEM_PRIORITY_CLASSES: dict[str, int] = {
+    "system-node-critical": 2_000_001_000,
+    "system-cluster-critical": 2_000_000_000,
+}
+
+
+def _priority_classes(objects: Iterable[JSON]) -> dict[str, JSON]:
+    classes: dict[str, JSON] = {
+        name: {"metadata": {"name": name}, "value": value, "preemptionPolicy": "PreemptLowerPriority"}
+        for name, value in SYSTEM_PRIORITY_CLASSES.items()
+    }
+    for obj in objects:
+        if obj.get("kind") == "PriorityClass":
+            classes[str(obj["metadata"]["name"])] = obj
+    return classes
+
+
+def _admit_priority(spec: JSON, classes: Mapping[str, JSON], where: str) -> None:
+    """What the Priority admission plugin does at pod creation: spec.priority (and preemptionPolicy) from
+    spec.priorityClassName, or from the globalDefault class (the lowest-valued one), or 0.
+
+    A pod that already carries spec.priority (a dump of a live cluster) keeps it when its class is not in
+    the file; a value that contradicts a class in the file is refused with admission's message.
+    """
+    name = spec.get("priorityClassName") or ""
+    if not isinstance(name, str):
+        raise InputError(f"{where}: spec.priorityClassName: must be a string")
+    given = spec.get("priority")
+    if given is not None and (isinstance(given, bool) or not isinstance(given, int)):
+        raise InputError(f"{where}: spec.priority: must be an integer")
+    if name:
+        cls = classes.get(name)
+        if cls is None:
+            if given is not None:
+                return  # a dump without its PriorityClass objects: trust the admitted value
+            raise InputError(f"{where}: no PriorityClass with name {name} was found")
+    else:
+        defaults = [c for c in classes.values() if c.get("globalDefault") is True]
+        cls = min(defaults, key=lambda c: int(c.get("value") or 0)) if defaults else None
+        if cls is not None:
+            spec["priorityClassName"] = str(cls["metadata"]["name"])
+    value = int(cls.get("value") or 0) if cls is not None else 0
+    if given is not None and given != value:
+        raise InputError(
+            f"{where}: the integer value of priority ({given}) must not be provided in pod spec; "
+            f"priority admission controller computed {value} from the given PriorityClass name"
+        )
+    spec["priority"] = value
+    policy = str(cls.get("preemptionPolicy") or "PreemptLowerPriority") if cls is not None else "PreemptLowerPriority"
+    if spec.get("preemptionPolicy") not in (None, policy):
+        raise InputError(
+            f"{where}: the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must not be provided in "
+            f"pod spec; priority admission controller computed {policy} from the given PriorityClass name"
+        )
+    spec["preemptionPolicy"] = policy
+
+
+def admit_priorities(objects: list[JSON], source: str = "input") -> None:
+    """Resolve every Pod's and DaemonSet template's priority as the API server would admit them, against
+    the PriorityClasses of the whole file (they exist before the pods in a cluster) plus the system ones."""
+    classes = _priority_classes(objects)
+    for obj in objects:
+        name = (obj.get("metadata") or {}).get("name")
+        where = f"{source}: {obj.get('kind')} {name}"
+        if obj.get("kind") == "Pod" and isinstance(obj.get("spec"), dict):
+            _admit_priority(obj["spec"], classes, where)
+        elif obj.get("kind") == "DaemonSet":
+            template = ((obj.get("spec") or {}).get("template") or {}).get("spec")
+            if isinstance(template, dict):
+                _admit_priority(template, classes, f"{where}: spec.template")
+
+
 @dataclass(slots=True)
 class Outcome:
     namespace: str
     name: str
     node: str | None
     message: str | None
+    preempted_by: str | None = None  # "namespace/name" of the pod whose preemption evicted this one
 
     def to_json(self) -> JSON:
-        return {"namespace": self.namespace, "name": self.name, "node": self.node, "message": self.message}
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "node": self.node,
+            "message": self.message,
+            "preemptedBy": self.preempted_by,
+        }
+
+
+@dataclass(slots=True)
+class Preemption:
+    """One preemption that happened: who evicted which pods from which node."""
+
+    preemptor: str
+    node: str
+    victims: list[str] = field(default_factory=list)
+
+    def to_json(self) -> JSON:
+        return {"preemptor": self.preemptor, "node": self.node, "victims": list(self.victims)}
 
 
 @dataclass(slots=True)
 class SimulationResult:
     outcomes: list[Outcome] = field(default_factory=list)
+    preemptions: list[Preemption] = field(default_factory=list)
     cluster: MemoryCluster | None = None
     scheduler: Scheduler | None = None
+
+    def to_json(self) -> JSON:
+        return {
+            "pods": [o.to_json() for o in self.outcomes],
+            "preemptions": [p.to_json() for p in self.preemptions],
+        }
 
     def explain(self, namespace: str, name: str) -> Explanation:
         """Explain one pod against the final state of the simulation."""
@@ -68,8 +167,9 @@ class SimulationResult:
             meta = obj.get("metadata") or {}
             if (meta.get("namespace") or "default") == namespace and meta.get("name") == name:
                 pod = parse_pod(obj)
-                fwk = self.scheduler.profiles.get(pod.scheduler_name) or next(iter(self.scheduler.profiles.values()))
-                return explain_pod(fwk, pod, self.scheduler.cache.fresh_snapshot())
+                # Plugins of their own over the explained snapshot: what they read from the Handle is what is shown.
+                fwk, snapshot = self.scheduler.explain_environment(pod.scheduler_name)
+                return explain_pod(fwk, pod, snapshot)
         raise KeyError(f"pod {namespace}/{name} not found in the simulation")
 
 
@@ -96,6 +196,7 @@ def load_documents(text: str, source: str = "input") -> list[JSON]:
         else:
             objects.append(_validated(doc, where))
     _refuse_duplicates(objects, source)
+    admit_priorities(objects, source)
     return objects
 
 
@@ -281,14 +382,24 @@ async def simulate_async(
         await scheduler.run_until_idle(advance=clock.advance_to)
 
     result = SimulationResult(cluster=cluster, scheduler=scheduler)
+    evicted_by: dict[str, str] = {}
+    grouped: dict[tuple[str, str], Preemption] = {}
+    for eviction in cluster.evictions:
+        evicted_by[eviction.victim] = eviction.preemptor
+        key = (eviction.preemptor, eviction.node)
+        if key not in grouped:
+            grouped[key] = Preemption(eviction.preemptor, eviction.node)
+            result.preemptions.append(grouped[key])
+        grouped[key].victims.append(eviction.victim)
     for uid in order:
         ns, name = names[uid]
         node = cluster.node_of(uid)
         message = None
-        if node is None:
+        preempted_by = evicted_by.get(f"{ns}/{name}") if uid not in cluster.pods else None
+        if node is None and preempted_by is None:
             failure = scheduler.last_failure.get(uid)
             message = failure[1] if failure else None
-        result.outcomes.append(Outcome(ns, name, node, message))
+        result.outcomes.append(Outcome(ns, name, node, message, preempted_by))
     return result
 
 
@@ -302,9 +413,16 @@ def render_table(result: SimulationResult) -> str:
     """A people-friendly table: one row per pod, pending pods with their message."""
     rows = [("NAMESPACE", "NAME", "NODE", "MESSAGE")]
     for o in result.outcomes:
-        rows.append((o.namespace, o.name, o.node or "<pending>", o.message or ""))
+        if o.preempted_by is not None:
+            rows.append((o.namespace, o.name, "<preempted>", f"evicted by {o.preempted_by}"))
+        else:
+            rows.append((o.namespace, o.name, o.node or "<pending>", o.message or ""))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
     bound = sum(1 for o in result.outcomes if o.node)
     lines.append(f"\n{bound}/{len(result.outcomes)} pods scheduled")
+    if result.preemptions:
+        lines.append("\nPreemptions:")
+        for p in result.preemptions:
+            lines.append(f"  {p.preemptor} evicted {', '.join(p.victims)} from {p.node}")
     return "\n".join(lines)

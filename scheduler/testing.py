@@ -93,6 +93,25 @@ class PodBuilder:
         self._spec["priority"] = value
         return self
 
+    def start_time(self, timestamp: str) -> PodBuilder:
+        """status.startTime (RFC 3339), as the kubelet reports it; preemption ranks victims by it."""
+        self._obj["status"]["startTime"] = timestamp
+        return self
+
+    def preemption_policy(self, policy: str) -> PodBuilder:
+        self._spec["preemptionPolicy"] = policy
+        return self
+
+    def condition(self, type_: str, status: str, reason: str = "", message: str = "") -> PodBuilder:
+        """Add a status condition (e.g. DisruptionTarget True PreemptionByScheduler)."""
+        cond: JSON = {"type": type_, "status": status}
+        if reason:
+            cond["reason"] = reason
+        if message:
+            cond["message"] = message
+        self._obj["status"].setdefault("conditions", []).append(cond)
+        return self
+
     def terminating(self) -> PodBuilder:
         self._obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         return self
@@ -370,6 +389,13 @@ class NodeBuilder:
             res["pods"] = pods
         self._obj["status"]["allocatable"].update(res)
         self._obj["status"]["capacity"].update(res)
+        return self
+
+    def allocatable(self, **resources: str) -> NodeBuilder:
+        """Set exactly these allocatable (and capacity) amounts; pods defaults to 32 as upstream's MakeNode."""
+        res = {"pods": "32", **{k.replace("_", "-"): v for k, v in resources.items()}}
+        self._obj["status"]["allocatable"] = dict(res)
+        self._obj["status"]["capacity"] = dict(res)
         return self
 
     def extended(self, name: str, quantity: str) -> NodeBuilder:

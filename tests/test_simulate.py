@@ -11,13 +11,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.cli import main
-from scheduler.simulate import InputError, SimulationResult, load_documents, simulate
+from scheduler.simulate import InputError, SimulationResult, load_documents, render_table, simulate
 from scheduler.testing import make_node, make_pod
 
 JSON = dict[str, Any]
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PORTS = "node(s) didn't have free ports for the requested pod ports"
 ABSENT_NA = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+# The example pods all have priority 0: DefaultPreemption finds no victim on the one node it could try.
+PORTS_MESSAGE = (
+    f"0/4 nodes are available: 1 {PORTS}, 3 {ABSENT_NA}. preemption: 0/4 nodes are available: 1 {NO_VICTIMS}, "
+    f"3 {NOT_HELPFUL}."
+)
 
 
 def _run_example(name: str, seed: int = 0) -> SimulationResult:
@@ -58,7 +65,7 @@ def test_host_ports_story(pod: str, holder: str, port: str) -> None:
     placed = _placements(result)
     assert placed["kube-system/coredns-node-d"] == "node-d"
     assert placed[f"kube-system/{pod}"] is None
-    assert _messages(result)[f"kube-system/{pod}"] == f"0/4 nodes are available: 1 {PORTS}, 3 {ABSENT_NA}."
+    assert _messages(result)[f"kube-system/{pod}"] == PORTS_MESSAGE
     expl = result.explain("kube-system", pod)
     node = pod.removeprefix("coredns-")
     [verdict] = [v for v in expl.nodes if v.node == node]
@@ -66,7 +73,7 @@ def test_host_ports_story(pod: str, holder: str, port: str) -> None:
     assert [k for k, _ in holders] == [holder]
     assert port in dict(holders)[holder]
     assert all(v.excluded_by == ABSENT_NA for v in expl.nodes if v.node != node)
-    assert expl.message == f"0/4 nodes are available: 1 {PORTS}, 3 {ABSENT_NA}."
+    assert expl.message == PORTS_MESSAGE
 
 
 def test_host_ports_explain_cli_names_holder(capsys: pytest.CaptureFixture[str]) -> None:
@@ -91,15 +98,21 @@ def test_placement_factors_story() -> None:
     }
     taint = "node(s) had untolerated taint(s)"
     cordon = "node(s) were unschedulable"
+    # Requests beyond a node's allocatable are Unresolvable: preemption could only help late-arrival's node.
+    not_helpful = f" preemption: 0/3 nodes are available: 3 {NOT_HELPFUL}."
     assert _messages(result) == {
         "shop/web": None,
-        "shop/batch-huge": f"0/3 nodes are available: 1 {cordon}, 2 Insufficient cpu.",
+        "shop/batch-huge": f"0/3 nodes are available: 1 {cordon}, 2 Insufficient cpu." + not_helpful,
         "shop/db": (
             f"0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 {taint}, 1 {cordon}."
+            + not_helpful
         ),
         "shop/analytics": None,
-        "ml/trainer": f"0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 1 {taint}, 1 {cordon}.",
-        "shop/late-arrival": f"0/3 nodes are available: 1 Insufficient cpu, 1 {taint}, 1 {cordon}.",
+        "ml/trainer": f"0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 1 {taint}, 1 {cordon}." + not_helpful,
+        "shop/late-arrival": (
+            f"0/3 nodes are available: 1 Insufficient cpu, 1 {taint}, 1 {cordon}."
+            f" preemption: 0/3 nodes are available: 1 {NO_VICTIMS}, 2 {NOT_HELPFUL}."
+        ),
     }
 
 
@@ -141,22 +154,25 @@ def test_volumes_story() -> None:
 
 
 def test_json_output_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    """--output json prints exactly {"pods": [{"namespace","name","node","message"}]}."""
+    """--output json prints exactly {"pods": [{"namespace","name","node","message","preemptedBy"}],
+    "preemptions": [...]}."""
     code = main(["simulate", str(EXAMPLES / "host-ports.yaml"), "--output", "json"])
     captured = capsys.readouterr()
     assert code == 0
     doc = json.loads(captured.out)
-    assert list(doc) == ["pods"]
-    assert all(list(p) == ["namespace", "name", "node", "message"] for p in doc["pods"])
+    assert list(doc) == ["pods", "preemptions"]
+    assert all(list(p) == ["namespace", "name", "node", "message", "preemptedBy"] for p in doc["pods"])
     assert doc["pods"] == [
         {
             "namespace": "kube-system",
             "name": f"coredns-node-{n}",
             "node": None,
-            "message": f"0/4 nodes are available: 1 {PORTS}, 3 {ABSENT_NA}.",
+            "message": PORTS_MESSAGE,
+            "preemptedBy": None,
         }
         for n in "abc"
-    ] + [{"namespace": "kube-system", "name": "coredns-node-d", "node": "node-d", "message": None}]
+    ] + [{"namespace": "kube-system", "name": "coredns-node-d", "node": "node-d", "message": None, "preemptedBy": None}]
+    assert doc["preemptions"] == []
 
 
 def _write(tmp_path: Path, docs: list[JSON]) -> Path:
@@ -335,3 +351,137 @@ def test_simulate_never_overcommits(nodes: list[tuple[str, int, int, int]], pods
         assert cpu <= c * 1000
         assert mem <= m * 1024
         assert count <= p
+
+
+# --------------------------------------------------------------------------------------------- priority and preemption
+
+
+def test_preemption_story_shows_who_evicted_whom(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/preemption.yaml: the PDB steers the preemption to node-b, whose two youngest batch pods go;
+    the pod whose class forbids preempting stays Pending and says why."""
+    result = _run_example("preemption.yaml")
+    assert _placements(result) == {"shop/reports": None, "shop/payments": "node-b"}
+    assert _messages(result)["shop/reports"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    )
+    assert [p.to_json() for p in result.preemptions] == [
+        {"preemptor": "shop/payments", "node": "node-b", "victims": ["shop/batch-b3", "shop/batch-b4"]}
+    ]
+    code = main(["simulate", str(EXAMPLES / "preemption.yaml")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "shop/payments evicted shop/batch-b3, shop/batch-b4 from node-b" in out
+
+
+def test_a_pod_placed_earlier_and_then_evicted_is_reported_as_preempted() -> None:
+    """A pod pyscheduler placed is later a victim: its row says by whom, in JSON and in the table."""
+    docs = [
+        make_node("n1").capacity(cpu="1").obj(),
+        make_pod("first", "ns").req(cpu="1").obj(),
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "urgent"},
+            "value": 1000,
+        },
+        make_pod("urgent", "ns").req(cpu="1").obj() | {},
+    ]
+    docs[3]["spec"]["priorityClassName"] = "urgent"
+    result = simulate(load_documents(_yaml(docs)))
+    by_name = {o.name: o for o in result.outcomes}
+    assert by_name["first"].to_json() == {
+        "namespace": "ns",
+        "name": "first",
+        "node": None,
+        "message": None,
+        "preemptedBy": "ns/urgent",
+    }
+    assert by_name["urgent"].node == "n1"
+    assert "<preempted>" in render_table(result) and "evicted by ns/urgent" in render_table(result)
+
+
+def _yaml(docs: list[JSON]) -> str:
+    import yaml
+
+    return yaml.safe_dump_all(docs)
+
+
+def _priority_class(name: str, value: int, **extra: Any) -> JSON:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        **extra,
+    }
+
+
+def _spec_of(objects: list[JSON], name: str) -> JSON:
+    return next(o["spec"] for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == name)
+
+
+def test_priority_admission_resolves_classes_defaults_and_system_classes() -> None:
+    """Like the Priority admission plugin: the class's value and preemptionPolicy; the lowest globalDefault
+    class for pods without one; the system classes always exist; 0 and PreemptLowerPriority otherwise."""
+    docs = [
+        _priority_class("default-high", 300, globalDefault=True),
+        _priority_class("default-low", 200, globalDefault=True),
+        _priority_class("never", 50, preemptionPolicy="Never"),
+        make_pod("plain").obj(),
+        make_pod("classed").obj(),
+        make_pod("critical").obj(),
+    ]
+    _spec_of(docs, "classed")["priorityClassName"] = "never"
+    _spec_of(docs, "critical")["priorityClassName"] = "system-node-critical"
+    objects = load_documents(_yaml(docs))
+    assert (_spec_of(objects, "plain")["priority"], _spec_of(objects, "plain")["priorityClassName"]) == (
+        200,
+        "default-low",
+    )
+    assert (_spec_of(objects, "classed")["priority"], _spec_of(objects, "classed")["preemptionPolicy"]) == (50, "Never")
+    assert _spec_of(objects, "critical")["priority"] == 2_000_001_000
+    no_classes = load_documents(_yaml([make_pod("bare").obj()]))
+    assert (_spec_of(no_classes, "bare")["priority"], _spec_of(no_classes, "bare")["preemptionPolicy"]) == (
+        0,
+        "PreemptLowerPriority",
+    )
+
+
+def test_priority_of_a_dump_is_kept_when_its_class_is_not_in_the_file() -> None:
+    """`kubectl get pods -o yaml` carries spec.priority already; without the PriorityClass it is trusted."""
+    obj = make_pod("dumped").priority(777).obj()
+    obj["spec"]["priorityClassName"] = "not-in-file"
+    [loaded] = load_documents(_yaml([obj]))
+    assert loaded["spec"]["priority"] == 777
+
+
+@pytest.mark.parametrize(
+    ("docs", "fragment"),
+    [
+        pytest.param(
+            [make_pod("p").obj() | {"spec": {**make_pod("p").obj()["spec"], "priorityClassName": "missing"}}],
+            "Pod p: no PriorityClass with name missing was found",
+            id="unknown-class",
+        ),
+        pytest.param(
+            [
+                _priority_class("high", 1000),
+                make_pod("p").priority(5).obj()
+                | {"spec": {**make_pod("p").priority(5).obj()["spec"], "priorityClassName": "high"}},
+            ],
+            "the integer value of priority (5) must not be provided in pod spec; priority admission controller "
+            "computed 1000 from the given PriorityClass name",
+            id="contradicting-priority",
+        ),
+        pytest.param(
+            [make_pod("p").preemption_policy("Never").obj()],
+            "the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission "
+            "controller computed PreemptLowerPriority from the given PriorityClass name",
+            id="policy-without-class",
+        ),
+    ],
+)
+def test_priority_admission_errors_are_input_errors(docs: list[JSON], fragment: str) -> None:
+    with pytest.raises(InputError) as info:
+        load_documents(_yaml(docs))
+    assert fragment in str(info.value)

@@ -19,8 +19,10 @@ from typing import Any
 
 from scheduler.core.api import (
     ACTION_BINDING,
+    ACTION_PREEMPTING,
     ACTION_SCHEDULING,
     EVENT_FAILED_SCHEDULING,
+    EVENT_PREEMPTED,
     EVENT_SCHEDULED,
     AlreadyBoundError,
     PodGoneError,
@@ -29,6 +31,7 @@ from scheduler.core.api import (
 from scheduler.core.scheduler import MODIFIED, Scheduler
 from scheduler.framework.fit_error import truncate_message
 from scheduler.framework.objects import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS, object_key
+from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.types import PodInfo
 from scheduler.plugins import storage as st
 
@@ -46,6 +49,7 @@ class RecordedEvent:
     action: str
     note: str
     reporting_controller: str
+    related: str = ""  # "namespace/name" of the related object (the preemptor of a Preempted event)
 
 
 @dataclass(slots=True)
@@ -54,6 +58,15 @@ class PodCondition:
     status: str
     reason: str
     message: str
+
+
+@dataclass(slots=True)
+class Eviction:
+    """One victim preempted: by whom, from which node."""
+
+    preemptor: str  # namespace/name
+    victim: str  # namespace/name
+    node: str
 
 
 class MemoryCluster:
@@ -69,6 +82,7 @@ class MemoryCluster:
         self.events: list[RecordedEvent] = []
         self.conditions: dict[str, PodCondition] = {}
         self.bindings: list[tuple[str, str]] = []
+        self.evictions: list[Eviction] = []  # preemptions, in the order the victims were deleted
         self.scheduler: Scheduler | None = None
         self.volumes = VolumeController(self)
         self._resource_version = 0
@@ -168,7 +182,10 @@ class MemoryCluster:
         if spec.get("nodeName"):
             raise AlreadyBoundError(f'pod {pod.name} is already assigned to node "{spec["nodeName"]}"')
         spec["nodeName"] = node_name
-        obj.setdefault("status", {})["phase"] = "Pending"
+        status = obj.setdefault("status", {})
+        status["phase"] = "Pending"
+        # The v1.37 API server clears the nomination on binding (ClearingNominatedNodeNameAfterBinding).
+        status.pop("nominatedNodeName", None)
         self.bindings.append((pod.key, node_name))
         if self.scheduler is not None:
             self.scheduler.on_pod_event(MODIFIED, obj)
@@ -202,7 +219,9 @@ class MemoryCluster:
             RecordedEvent(pod.namespace, pod.name, "Normal", EVENT_SCHEDULED, ACTION_BINDING, note, pod.scheduler_name)
         )
 
-    def record_failure(self, pod: PodInfo, reason: str, message: str) -> None:
+    def record_failure(
+        self, pod: PodInfo, reason: str, message: str, *, nominated_node_name: str | None = None
+    ) -> None:
         self.events.append(
             RecordedEvent(
                 pod.namespace,
@@ -215,6 +234,60 @@ class MemoryCluster:
             )
         )
         self.conditions[pod.uid] = PodCondition("PodScheduled", "False", reason, message)
+        if nominated_node_name is not None:
+            self._set_nominated(pod.uid, nominated_node_name)
+
+    def _set_nominated(self, uid: str, node_name: str) -> None:
+        obj = self.pods.get(uid)
+        if obj is None:
+            return
+        status = obj.setdefault("status", {})
+        if node_name:
+            status["nominatedNodeName"] = node_name
+        else:
+            status.pop("nominatedNodeName", None)
+        if self.scheduler is not None:
+            self.scheduler.on_pod_event(MODIFIED, obj)
+
+    # ------------------------------------------------------------------ ClusterAPI: preemption
+
+    async def patch_disruption_target(self, victim: PodInfo, message: str) -> bool:
+        obj = self.pods.get(victim.uid)
+        if obj is None:
+            return False
+        conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+        conditions[:] = [c for c in conditions if c.get("type") != DISRUPTION_TARGET]
+        conditions.append(
+            {"type": DISRUPTION_TARGET, "status": "True", "reason": REASON_PREEMPTION_BY_SCHEDULER, "message": message}
+        )
+        if self.scheduler is not None:
+            self.scheduler.on_pod_event(MODIFIED, obj)
+        return True
+
+    async def delete_preempted_pod(self, victim: PodInfo) -> bool:
+        """Deleted at once: a simulation's kubelets finish terminating instantly."""
+        if victim.uid not in self.pods:
+            return False
+        self.delete_pod(victim.uid)
+        return True
+
+    def record_preempted(self, victim: PodInfo, preemptor: PodInfo, note: str) -> None:
+        self.events.append(
+            RecordedEvent(
+                victim.namespace,
+                victim.name,
+                "Normal",
+                EVENT_PREEMPTED,
+                ACTION_PREEMPTING,
+                note,
+                preemptor.scheduler_name,
+                preemptor.key,
+            )
+        )
+        self.evictions.append(Eviction(preemptor.key, victim.key, victim.node_name))
+
+    async def clear_nominated_node_name(self, pod: PodInfo) -> None:
+        self._set_nominated(pod.uid, "")
 
     def node_of(self, uid: str) -> str | None:
         obj = self.pods.get(uid)

@@ -17,6 +17,8 @@ EVENT_FAILED_SCHEDULING = "FailedScheduling"
 EVENT_SCHEDULED = "Scheduled"
 ACTION_SCHEDULING = "Scheduling"
 ACTION_BINDING = "Binding"
+EVENT_PREEMPTED = "Preempted"
+ACTION_PREEMPTING = "Preempting"
 
 
 class BindError(Exception):
@@ -60,6 +62,30 @@ class ClusterAPI(Protocol):
         """Emit the Normal `Scheduled` event ("Successfully assigned ns/name to node"), asynchronously."""
         ...
 
-    def record_failure(self, pod: PodInfo, reason: str, message: str) -> None:
-        """Emit the Warning `FailedScheduling` event (truncated) and patch PodScheduled=False, asynchronously."""
+    def record_failure(
+        self, pod: PodInfo, reason: str, message: str, *, nominated_node_name: str | None = None
+    ) -> None:
+        """Emit the Warning `FailedScheduling` event (truncated) and patch PodScheduled=False, asynchronously.
+
+        `nominated_node_name` (when not None) goes into the same status patch: a node name sets
+        status.nominatedNodeName (preemption), "" clears it.
+        """
+        ...
+
+    # Preemption (scheduler.framework.preemption.PreemptionAPI)
+
+    async def patch_disruption_target(self, victim: PodInfo, message: str) -> bool:
+        """Add DisruptionTarget=True reason PreemptionByScheduler to the victim; False when it is gone."""
+        ...
+
+    async def delete_preempted_pod(self, victim: PodInfo) -> bool:
+        """DELETE the victim (default grace period); False when it is already gone."""
+        ...
+
+    def record_preempted(self, victim: PodInfo, preemptor: PodInfo, note: str) -> None:
+        """The victim's Normal `Preempted` event (action Preempting, related: the preemptor), asynchronously."""
+        ...
+
+    async def clear_nominated_node_name(self, pod: PodInfo) -> None:
+        """Remove status.nominatedNodeName of a lower-priority pod nominated to a preemption's node."""
         ...

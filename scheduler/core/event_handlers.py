@@ -96,6 +96,7 @@ class EventHandlers:
         """The pod is gone (deleted, finished): drop it from the queue, the cache and every per-pod map."""
         s = self.s
         s.queue.delete(uid)
+        s.nominator.delete(uid)
         s.pending.pop(uid, None)
         s.forget_pod_state(uid)
         if s.cache.get_pod(uid) is not None:
@@ -107,6 +108,7 @@ class EventHandlers:
         if pod.uid in s.pending:
             del s.pending[pod.uid]
             s.queue.delete(pod.uid)
+        s.nominator.delete(pod.uid)
         s.forget_pod_state(pod.uid)
         old = s.cache.get_pod(pod.uid)
         if old is None or s.cache.is_assumed(pod.uid):
@@ -125,6 +127,7 @@ class EventHandlers:
         s.parse_failures.pop(pod.uid, None)
         if pod.terminating:
             s.queue.delete(pod.uid)
+            s.nominator.delete(pod.uid)
             s.pending.pop(pod.uid, None)
             s.unsupported.pop(pod.uid, None)
             return
@@ -132,6 +135,10 @@ class EventHandlers:
             return
         old = s.pending.get(pod.uid)
         s.pending[pod.uid] = pod
+        if old is None:
+            s.nominator.add(pod)  # its status.nominatedNodeName, if any (e.g. after a restart)
+        else:
+            s.nominator.update(old, pod)
         if old is None or pod.uid not in s.queue:
             s.queue.add(pod)
         else:
@@ -149,6 +156,7 @@ class EventHandlers:
             return False
         message = unsupported_message(findings)
         s.queue.delete(pod.uid)
+        s.nominator.delete(pod.uid)
         s.pending.pop(pod.uid, None)
         previous = s.unsupported.get(pod.uid)
         s.unsupported[pod.uid] = (pod, findings)
@@ -182,6 +190,7 @@ class EventHandlers:
         s.parse_failures[uid] = message
         s.pending.pop(uid, None)
         s.queue.delete(uid)
+        s.nominator.delete(uid)
         stub = PodInfo(
             uid=uid,
             namespace=str(meta.get("namespace") or "default"),

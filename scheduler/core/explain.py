@@ -19,10 +19,12 @@ from scheduler.core.fixes import Fix, find_fixes
 from scheduler.core.unsupported import find_unsupported, unsupported_message
 from scheduler.framework.fit_error import Diagnosis, FitError
 from scheduler.framework.interface import CycleState, ExplainDetail, ExplainExtensions
+from scheduler.framework.preemption import filter_victims_with_pdb_violation
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins.default_preemption import DefaultPreemption
 
 API_VERSION = "explain.pyscheduler.io/v1"
 MAX_GROUP_NAMES = 5  # node names shown per group of nodes sharing a decisive reason
@@ -56,6 +58,43 @@ class NodeVerdict:
 
 
 @dataclass(slots=True)
+class VictimView:
+    pod: str
+    priority: int
+    pdb_violating: bool = False
+
+
+@dataclass(slots=True)
+class PreemptionView:
+    """What DefaultPreemption would do for a pod that fits nowhere: which pods it would evict where, and
+    why that node."""
+
+    outcome: str  # "preempt", "not eligible", "not helpful", "error"
+    message: str  # the PostFilter message ("preemption: ...") the FailedScheduling note ends with
+    node: str = ""
+    criterion: str = ""
+    candidates: list[tuple[str, list[VictimView], int]] = field(default_factory=list)  # (node, victims, violations)
+    nodes_that_cannot_help: dict[str, str] = field(default_factory=dict)  # node -> why (dry-run verdict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "message": self.message,
+            "nominatedNode": self.node or None,
+            "why": self.criterion or None,
+            "candidates": [
+                {
+                    "node": node,
+                    "pdbViolations": violations,
+                    "victims": [{"pod": v.pod, "priority": v.priority, "pdbViolating": v.pdb_violating} for v in vs],
+                }
+                for node, vs, violations in self.candidates
+            ],
+            "nodesThatCannotHelp": dict(self.nodes_that_cannot_help),
+        }
+
+
+@dataclass(slots=True)
 class Explanation:
     pod: str
     profile: str
@@ -67,6 +106,7 @@ class Explanation:
     best: list[str] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)  # fields the fail-closed guard refuses the pod for
     fixes: list[Fix] = field(default_factory=list)  # for a pod that fits nowhere: ranked, proven changes
+    preemption: PreemptionView | None = None  # for a pod that fits nowhere, when a profile preempts
 
     def groups(self) -> list[tuple[str, list[str]]]:
         """(decisive reason, node names) for nodes that are out, largest group first."""
@@ -130,6 +170,7 @@ class Explanation:
             "fixes": [f.to_json() for f in self.fixes],
             "why": self.why(),
             "groups": [{"reason": r, "count": len(names), "nodes": names} for r, names in self.groups()],
+            "preemption": self.preemption.to_json() if self.preemption is not None else None,
             "bestNodes": self.best,
             "nodes": [
                 {
@@ -195,6 +236,7 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     expl.pre_filter_status = status
     if status is not None and status.code != Code.SUCCESS:
         diagnosis = Diagnosis(absent_nodes_status=status, pre_filter_msg=status.message())
+        _explain_preemption(expl, fwk, state, pod, snap, diagnosis)
         expl.message = str(FitError(len(nodes), diagnosis))
         return expl
     allowed = pre_res.node_names if pre_res is not None else None
@@ -227,6 +269,7 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]",),
             )
+        _explain_preemption(expl, fwk, state, pod, snap, diagnosis)
         expl.message = str(FitError(len(nodes), diagnosis))
         infos = snap.node_info_map
         rejected = [
@@ -254,6 +297,43 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     top = max(totals)
     expl.best = [i.name for i, t in zip(feasible, totals, strict=True) if t == top]
     return expl
+
+
+def _explain_preemption(
+    expl: Explanation, fwk: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
+) -> None:
+    """For a pending pod that fits nowhere: DefaultPreemption's decision, dry-run only (nothing is evicted),
+    and its message as the end of the FailedScheduling message (diagnosis.post_filter_msg)."""
+    if pod.node_name:
+        return
+    plugin = next((p for p in fwk.post_filter if isinstance(p, DefaultPreemption)), None)
+    if plugin is None:
+        return
+    try:
+        evaluation, message = plugin.explain(fwk, state, pod, diagnosis.node_to_status_view(), snapshot)
+    except Exception as exc:  # an explanation must not fail because of one part of it
+        expl.preemption = PreemptionView("error", f"preemption could not be evaluated: {exc}")
+        return
+    diagnosis.post_filter_msg = message
+    view = PreemptionView("not helpful", message)
+    status = evaluation.status
+    if status.code == Code.ERROR:
+        view.outcome = "error"
+    elif evaluation.best is not None:
+        view.outcome = "preempt"
+        view.node = evaluation.best.node
+        view.criterion = evaluation.criterion
+    elif evaluation.dry_run is None:
+        view.outcome = "not eligible"
+    pdbs = plugin.handle_objects_pdbs()
+    if evaluation.dry_run is not None:
+        for candidate in evaluation.dry_run.candidates:
+            violating = {v.uid for v, _ in filter_victims_with_pdb_violation(candidate.victims, pdbs)[0]}
+            victims = [VictimView(v.key, v.priority, v.uid in violating) for v in candidate.victims]
+            view.candidates.append((candidate.node, victims, candidate.pdb_violations))
+        for node, st in evaluation.dry_run.node_statuses.items():
+            view.nodes_that_cannot_help[node] = st.message()
+    expl.preemption = view
 
 
 def render_text(expl: Explanation, all_nodes: bool = False) -> str:
@@ -306,6 +386,8 @@ def render_text(expl: Explanation, all_nodes: bool = False) -> str:
             out.append(f"  {i}. {fix.description} -> {len(fix.nodes)} node(s) [{shown}]")
     elif expl.message and not expl.unsupported:
         out.append("What would make it fit: no single change (or pair of changes) found by the plugins")
+    if expl.preemption is not None:
+        out.extend(_render_preemption(expl.preemption))
     if expl.message:
         out.append(f"Message: {expl.message}")
     elif expl.best:
@@ -329,4 +411,24 @@ def _node_lines(v: NodeVerdict, expl: Explanation) -> list[str]:
         else:
             out.append(f"    {plugin}: {st.message()} ({CODE_TEXT.get(st.code, '')})")
     out.extend(f"    {detail.text}" for _, detail in v.details)
+    return out
+
+
+def _render_preemption(view: PreemptionView) -> list[str]:
+    out = ["Preemption (DefaultPreemption, dry run: nothing is evicted by explaining):"]
+    if view.outcome == "preempt":
+        chosen = next((vs for node, vs, _ in view.candidates if node == view.node), [])
+        names = ", ".join(f"{v.pod} (priority {v.priority})" for v in chosen)
+        out.append(f"  would evict {names} from {view.node}")
+        out.append(f"  why {view.node}: {view.criterion}")
+    else:
+        out.append(f"  {view.message or view.outcome}")
+    for node, victims, violations in view.candidates:
+        if node == view.node:
+            continue
+        names = ", ".join(f"{v.pod} (priority {v.priority})" for v in victims)
+        extra = f", breaking {violations} PodDisruptionBudget(s)" if violations else ""
+        out.append(f"  also possible: {node}: evict {names}{extra}")
+    for node, why in view.nodes_that_cannot_help.items():
+        out.append(f"  {node}: cannot help: {why}")
     return out

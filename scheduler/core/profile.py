@@ -105,7 +105,7 @@ def build_framework(
             raise ConfigError(
                 f"profile {profile.scheduler_name!r}: plugin {name!r} failed to start: {type(exc).__name__}: {exc}"
             ) from exc
-    return Framework(
+    fwk = Framework(
         profile.scheduler_name,
         plugins,
         points,
@@ -114,6 +114,8 @@ def build_framework(
         observer=observer,
         upstream_plugins=frozenset(n for n in UPSTREAM_PLUGIN_NAMES if upstream_runs(profile, n)),
     )
+    fwk.rebuild = lambda other: build_framework(profile, other, None, reg)
+    return fwk
 
 
 def build_scheduler(

@@ -23,6 +23,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scheduler.backend.queue.nominator import CLEAR_NOMINATED_NODE, NominatingInfo
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
 from scheduler.core.api import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, AlreadyBoundError, PodGoneError
 from scheduler.framework.fit_error import Diagnosis, FitError, NoNodesAvailableError
@@ -141,11 +142,14 @@ class SchedulingAlgorithm:
         info = snapshot.get(pod.nominated_node_name)
         if info is None:
             return []
-        statuses, err = fwk.run_filters(state, pod, [info])
+        statuses, err = fwk.run_filters_with_nominated_pods(state, pod, [info])
         if err is not None:
             return []
         if statuses[0] is None:
             return [info]
+        # Recorded like upstream (the full search re-evaluates it when the node is among its candidates).
+        diagnosis.node_to_status[info.name] = statuses[0]
+        diagnosis.add_plugin_status(statuses[0])
         return []
 
     def find_nodes_that_pass_filters(
@@ -176,7 +180,7 @@ class SchedulingAlgorithm:
                 # Batches as large as the remaining need; a small floor keeps mostly-full clusters fast.
                 need = num_to_find - len(feasible)
                 chunk = ordered[pos : pos + max(need, 64)]
-                results, err = fwk.run_filters(state, pod, chunk)
+                results, err = fwk.run_filters_with_nominated_pods(state, pod, chunk)
                 if err is not None:
                     code = Code.ERROR
                     for node, st in zip(chunk, results, strict=True):
@@ -271,20 +275,24 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo, cycle: int) -> Coroutine[
         sched.cache.update_snapshot(sched.snapshot)
         result = sched.algorithm.schedule_pod(fwk, attempt.state, pod, sched.snapshot)
     except NoNodesAvailableError as exc:
-        handle_scheduling_failure(sched, attempt, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(exc),)), None)
+        no_nodes = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(exc),))
+        handle_scheduling_failure(sched, attempt, no_nodes, None, CLEAR_NOMINATED_NODE)
         return None
     except FitError as fit:
+        nominating: NominatingInfo | None = CLEAR_NOMINATED_NODE
         if fwk.has_post_filter_plugins():
-            _, pf_status = fwk.run_post_filter(attempt.state, pod, fit.diagnosis.node_to_status)
+            # Preemption: may nominate the pod to a node whose victims it is evicting (asynchronously).
+            pf_result, pf_status = fwk.run_post_filter(attempt.state, pod, fit.diagnosis.node_to_status_view())
             fit.diagnosis.post_filter_msg = pf_status.message()
-        handle_scheduling_failure(sched, attempt, Status(Code.UNSCHEDULABLE, (str(fit),)), fit.diagnosis)
+            nominating = NominatingInfo(pf_result.nominated_node_name) if pf_result is not None else None
+        handle_scheduling_failure(sched, attempt, Status(Code.UNSCHEDULABLE, (str(fit),)), fit.diagnosis, nominating)
         return None
     except SchedulingError as exc:
-        handle_scheduling_failure(sched, attempt, exc.status, None)
+        handle_scheduling_failure(sched, attempt, exc.status, None, CLEAR_NOMINATED_NODE)
         return None
     except Exception as exc:  # a bug must cost one pod one attempt, not the loop
         log.exception("scheduling cycle failed", extra={"pod": pod.key})
-        handle_scheduling_failure(sched, attempt, error_status(exc), None)
+        handle_scheduling_failure(sched, attempt, error_status(exc), None, CLEAR_NOMINATED_NODE)
         return None
     finally:
         sched.observer.algorithm(sched.clock() - attempt.start)
@@ -292,6 +300,7 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo, cycle: int) -> Coroutine[
     attempt.host = host = result.suggested_host
     attempt.evaluated_nodes, attempt.feasible_nodes = result.evaluated_nodes, result.feasible_nodes
     attempt.assumed = assumed = sched.cache.assume_pod(pod, host)
+    sched.nominator.delete(pod.uid)  # an assumed pod is nominated nowhere
     status = fwk.run_reserve(attempt.state, assumed, host)
     if status is None:
         status = fwk.run_permit(attempt.state, assumed, host)
@@ -300,7 +309,7 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo, cycle: int) -> Coroutine[
     if status is not None:
         fwk.run_unreserve(attempt.state, assumed, host)
         sched.cache.forget_pod(pod.uid)
-        handle_scheduling_failure(sched, attempt, *_single_node_failure(status, host))
+        handle_scheduling_failure(sched, attempt, *_single_node_failure(status, host), CLEAR_NOMINATED_NODE)
         return None
     return binding_cycle(sched, attempt)
 
@@ -355,7 +364,7 @@ async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
         sched.queue.done(uid)
         return
     sched.move_assigned_pod_delete()
-    handle_scheduling_failure(sched, attempt, status, diagnosis)
+    handle_scheduling_failure(sched, attempt, status, diagnosis, CLEAR_NOMINATED_NODE)
 
 
 def _bound(sched: Scheduler, attempt: Attempt, assumed: PodInfo) -> None:
@@ -389,9 +398,18 @@ def _bound(sched: Scheduler, attempt: Attempt, assumed: PodInfo) -> None:
 
 
 def handle_scheduling_failure(
-    sched: Scheduler, attempt: Attempt, status: Status, diagnosis: Diagnosis | None
+    sched: Scheduler,
+    attempt: Attempt,
+    status: Status,
+    diagnosis: Diagnosis | None,
+    nominating: NominatingInfo | None = None,
 ) -> None:
-    """Requeue the pod, then report the failure the way kube-scheduler does (event + condition)."""
+    """Requeue the pod, record its nomination, then report the failure the way kube-scheduler does (event,
+    condition and, when `nominating` changes it, status.nominatedNodeName in the same patch).
+
+    `nominating` None keeps the pod's nomination as it is (upstream ModeNoop); a NominatingInfo overrides it
+    (preemption's node, or "" to clear it).
+    """
     qpi, fwk = attempt.qpi, attempt.fwk
     rejected = status.is_rejected()
     reason = REASON_UNSCHEDULABLE if rejected else REASON_SCHEDULER_ERROR
@@ -408,4 +426,9 @@ def handle_scheduling_failure(
     sched.notify()
     log.info("unable to schedule pod", extra={"pod": current.key, "reason": reason, "error": message})
     sched.last_failure[current.uid] = (reason, message)
-    sched.api.record_failure(current, reason, message)
+    # Before the API call, so the next cycle already yields to the nomination (upstream AddNominatedPod).
+    sched.nominator.add(current, nominating)
+    nominated: str | None = None
+    if nominating is not None and nominating.nominated_node_name != current.nominated_node_name:
+        nominated = nominating.nominated_node_name
+    sched.api.record_failure(current, reason, message, nominated_node_name=nominated)

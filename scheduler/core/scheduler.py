@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.objects import ClusterObjects
+from scheduler.backend.queue.nominator import Nominator
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
 from scheduler.core.api import BindError, ClusterAPI
 from scheduler.core.event_handlers import (
@@ -58,7 +59,9 @@ class _Binder:
 
 
 class SchedulerHandle:
-    """The Handle plugins receive: the current snapshot, the binder and the other cluster objects."""
+    """The Handle plugins receive: the current snapshot, the binder and the other cluster objects; for
+    preemption also the profiles, the nominator, the latest pods, background tasks and the writes
+    (`scheduler.framework.preemption.PreemptionHandle`)."""
 
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
@@ -73,6 +76,16 @@ class SchedulerHandle:
     @property
     def objects(self) -> ObjectLister:
         return self._scheduler.objects
+
+    def framework_for(self, scheduler_name: str) -> Framework | None:
+        return self._scheduler.profiles.get(scheduler_name)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return self._scheduler.nominator.nominated_pods_for_node(node_name)
+
+    def current_pod(self, uid: str) -> PodInfo | None:
+        s = self._scheduler
+        return s.pending.get(uid) or s.cache.get_pod(uid)
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         for fwk in self._scheduler.profiles.values():
@@ -92,12 +105,106 @@ class SchedulerHandle:
         return True
 
     @property
+    def preemption_api(self) -> ClusterAPI:
+        return self._scheduler.api
+
+    @property
+    def observer(self) -> Observer:
+        return self._scheduler.observer
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        self._scheduler.spawn(coro, name)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        self._scheduler.activate(uids)
+
+    @property
+    def seed(self) -> int | None:
+        return self._scheduler.seed
+
+    @property
     def volume_writer(self) -> ClusterAPI:
         return self._scheduler.api
 
     def pod_exists(self, uid: str) -> bool:
         s = self._scheduler
         return uid in s.pending or s.cache.get_pod(uid) is not None
+
+
+class ExplainHandle:
+    """A Handle over private copies, for an explanation computed off the scheduling loop (a worker thread).
+
+    It holds the snapshot being explained, a copy of the object store and of the nominations, and the
+    explaining frameworks (fresh plugin instances, see Framework.rebuild): nothing the scheduling loop mutates
+    is reachable from it, so the loop and the explanation never share a dict. Writes are refused: an
+    explanation evaluates (preemption included, as a dry run) and never binds, evicts or spawns.
+    """
+
+    def __init__(self, scheduler: Scheduler, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+        self._objects = scheduler.objects.copy()
+        nominator = scheduler.nominator
+        self._nominated = {node: list(nominator.nominated_pods_for_node(node)) for node in nominator.nodes()}
+        self._pods = {p.uid: p for info in snapshot.node_info_list for p in info.pods.values()}
+        self._pods.update(scheduler.pending)
+        self._seed = scheduler.seed
+        self._observer = Observer()
+        self.frameworks: dict[str, Framework] = {}
+
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    @property
+    def binder(self) -> _Binder:
+        raise RuntimeError("an explanation never binds")
+
+    @property
+    def objects(self) -> ObjectLister:
+        return self._objects
+
+    def framework_for(self, scheduler_name: str) -> Framework | None:
+        return self.frameworks.get(scheduler_name)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return list(self._nominated.get(node_name, ()))
+
+    def current_pod(self, uid: str) -> PodInfo | None:
+        return self._pods.get(uid)
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return None
+
+    def iterate_over_waiting_pods(self) -> list[WaitingPod]:
+        return []
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return False
+
+    @property
+    def preemption_api(self) -> ClusterAPI:
+        raise RuntimeError("an explanation never preempts")
+
+    @property
+    def observer(self) -> Observer:
+        return self._observer
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        coro.close()
+        raise RuntimeError("an explanation never starts tasks")
+
+    def activate(self, uids: Iterable[str]) -> None:
+        return None
+
+    @property
+    def seed(self) -> int | None:
+        return self._seed
+
+    @property
+    def volume_writer(self) -> ClusterAPI:
+        raise RuntimeError("an explanation never writes volumes")
+
+    def pod_exists(self, uid: str) -> bool:
+        return uid in self._pods
 
 
 class Scheduler:
@@ -118,6 +225,7 @@ class Scheduler:
     ) -> None:
         self.api = api
         self.clock = clock
+        self.seed = seed
         self.observer = observer or Observer()
         self.cache = Cache()
         self.objects = ClusterObjects()
@@ -137,6 +245,9 @@ class Scheduler:
         self._plugin_events: dict[str, list[ClusterEvent]] = {}
         self._bind_slots = asyncio.Semaphore(max_in_flight_binds)
         self._bind_tasks: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[None]] = set()  # asynchronous preemptions
+        # Pods nominated to nodes (preemption); the frameworks' Filter runs yield to them.
+        self.nominator = Nominator(alive=lambda uid: uid in self.pending)
         self._wake: asyncio.Event | None = None
         self.attempts = 0
         self.bound_count = 0
@@ -160,10 +271,24 @@ class Scheduler:
         self._plugin_events = {}
         for fwk in self.profiles.values():
             self._plugin_events.update(fwk.events_to_register())
+            fwk.nominator = self.nominator
         self.queue = self._new_queue()
 
     def handle(self) -> SchedulerHandle:
         return SchedulerHandle(self)
+
+    def explain_environment(self, scheduler_name: str) -> tuple[Framework, Snapshot]:
+        """A framework of the named profile (or the first) over a private snapshot of the cache, sharing
+        nothing mutable with this scheduler: what an explanation computed in a worker thread runs on.
+
+        Call it on the scheduler's loop (it copies the cache); use the result from any thread.
+        """
+        snapshot = self.cache.fresh_snapshot()
+        handle = ExplainHandle(self, snapshot)
+        for name, fwk in self.profiles.items():
+            handle.frameworks[name] = fwk.rebuild(handle) if fwk.rebuild is not None else fwk
+        chosen = handle.frameworks.get(scheduler_name) or next(iter(handle.frameworks.values()))
+        return chosen, snapshot
 
     def _pre_enqueue(self, pod: PodInfo) -> Status | None:
         fwk = self.profiles.get(pod.scheduler_name)
@@ -204,6 +329,28 @@ class Scheduler:
     def move_assigned_pod_delete(self) -> None:
         """A binding failed and its assumed pod left the cache: that frees room like a pod deletion."""
         self.move(EVENT_ASSIGNED_POD_DELETE)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Move these pods to activeQ at once (upstream Activate), e.g. a preemptor whose preemption failed."""
+        moved = False
+        for uid in uids:
+            moved = self.queue.activate(uid) or moved
+        if moved:
+            self.notify()
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """Run a supervised background task (an asynchronous preemption): its failure is logged, never
+        lost, and `drain` waits for it."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._background.add(task)
+
+        def finished(t: asyncio.Task[None]) -> None:
+            self._background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("background task failed", extra={"task": name}, exc_info=t.exception())
+            self.notify()
+
+        task.add_done_callback(finished)
 
     def forget_pod_state(self, uid: str) -> None:
         """Drop every per-pod record kept outside the queue and cache (failure reports, refusals)."""
@@ -287,9 +434,9 @@ class Scheduler:
         await self.drain()
 
     async def drain(self) -> None:
-        """Wait for in-flight binding cycles to finish."""
-        while self._bind_tasks:
-            await asyncio.gather(*list(self._bind_tasks), return_exceptions=True)
+        """Wait for in-flight binding cycles and background preemptions to finish."""
+        while self._bind_tasks or self._background:
+            await asyncio.gather(*list(self._bind_tasks), *list(self._background), return_exceptions=True)
 
     async def run_until_idle(self, advance: Callable[[float], None] | None = None, max_idle_rounds: int = 20) -> None:
         """Schedule until no queued pod can make progress (the simulator's step).

@@ -7,9 +7,14 @@ before "2 ..."), joined with ", ", then a period, then the PostFilter message.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from scheduler.framework.status import Code, Status
+
+if TYPE_CHECKING:
+    from scheduler.framework.types import NodeInfo
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
@@ -28,6 +33,10 @@ class Diagnosis:
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
 
+    def node_to_status_view(self) -> NodeToStatus:
+        """The statuses with the absent-nodes status, as PostFilter plugins read them."""
+        return NodeToStatus(self.node_to_status, self.absent_nodes_status)
+
     def add_plugin_status(self, status: Status) -> None:
         """Remember which plugin rejected (drives which cluster events requeue the pod)."""
         if not status.plugin:
@@ -36,6 +45,34 @@ class Diagnosis:
             self.unschedulable_plugins.add(status.plugin)
         if status.code == Code.PENDING:
             self.pending_plugins.add(status.plugin)
+
+
+_UNRESOLVABLE = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+
+class NodeToStatus(dict[str, Status]):
+    """Per-node Filter verdicts plus the verdict of every node not listed (upstream NodeToStatus).
+
+    Nodes a PreFilter rejection or a PreFilterResult left out are absent and share `absent_nodes_status`
+    (UnschedulableAndUnresolvable unless told otherwise), which is how PostFilter (preemption) sees them.
+    """
+
+    __slots__ = ("absent_nodes_status",)
+
+    def __init__(self, statuses: Mapping[str, Status] | None = None, absent: Status | None = None) -> None:
+        super().__init__(statuses or {})
+        self.absent_nodes_status = absent if absent is not None else _UNRESOLVABLE
+
+    def status_of(self, node_name: str) -> Status:
+        """The node's status, or the absent-nodes status (upstream NodeToStatus.Get)."""
+        status = self.get(node_name)
+        return status if status is not None else self.absent_nodes_status
+
+    def nodes_for_code(self, nodes: Sequence[NodeInfo], code: Code) -> list[NodeInfo]:
+        """The nodes (of `nodes`, in their order) whose status has `code` (upstream NodesForStatusCode)."""
+        if self.absent_nodes_status.code == code:
+            return [n for n in nodes if self.status_of(n.name).code == code]
+        return [n for n in nodes if (s := self.get(n.name)) is not None and s.code == code]
 
 
 class NoNodesAvailableError(Exception):

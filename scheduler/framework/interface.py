@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Flag, auto
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from scheduler.framework.fit_error import NodeToStatus
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -36,6 +37,19 @@ class CycleState(dict[str, Any]):
         # Upstream times each plugin only in a sample of cycles (pluginMetricsSamplePercent = 10).
         self.record_plugin_metrics = False
 
+    def clone(self) -> CycleState:
+        """A copy for a what-if evaluation (nominated pods added, preemption victims removed): upstream's
+        CycleState.Clone. Values with a `clone()` method are cloned (state that a PreFilter extension's
+        add_pod/remove_pod mutates must have one); other values are shared and must not be mutated."""
+        other = CycleState()
+        other.skip_filter_plugins = set(self.skip_filter_plugins)
+        other.skip_score_plugins = set(self.skip_score_plugins)
+        other.record_plugin_metrics = self.record_plugin_metrics
+        for key, value in self.items():
+            clone = getattr(value, "clone", None)
+            other[key] = clone() if callable(clone) else value
+        return other
+
 
 @dataclass(slots=True)
 class PreFilterResult:
@@ -56,6 +70,9 @@ class PreFilterResult:
 
 @dataclass(slots=True)
 class PostFilterResult:
+    """What a PostFilter plugin (preemption) asks for the pod: nominate it to this node (ModeOverride; ""
+    clears a nomination). A None result leaves the pod's nomination as it is (ModeNoop)."""
+
     nominated_node_name: str = ""
 
 
@@ -165,6 +182,14 @@ class WaitingPodView(Protocol):
     def reject(self, plugin: str, message: str) -> None:
         """Fail the pod's attempt: it goes back to the queue as unschedulable with `message`."""
         ...
+
+
+class PodNominator(Protocol):
+    """The pods nominated to run on nodes (upstream fwk.PodNominator), as Filter runs read them."""
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+    def has_nominations(self) -> bool: ...
 
 
 class Handle(Protocol):
@@ -321,8 +346,10 @@ class FilterPlugin(Plugin):
 
 class PostFilterPlugin(Plugin):
     def post_filter(
-        self, state: CycleState, pod: PodInfo, node_to_status: Mapping[str, Status]
+        self, state: CycleState, pod: PodInfo, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
+        """Try to make an unschedulable pod schedulable later (preemption). `node_to_status` holds every
+        node's Filter verdict (absent nodes share `node_to_status.absent_nodes_status`)."""
         raise NotImplementedError
 
 

@@ -51,3 +51,13 @@ class Observer:
 
     def plugin_error(self, plugin: str, point: str) -> None:
         """pyscheduler_plugin_errors_total{plugin,extension_point}: a plugin raised or returned garbage."""
+
+    def preemption_attempt(self) -> None:
+        """scheduler_preemption_attempts_total: one PostFilter run of DefaultPreemption."""
+
+    def preemption_victims(self, count: int) -> None:
+        """scheduler_preemption_victims: victims selected by one preemption."""
+
+    def preemption_goroutine(self, result: str, seconds: float) -> None:
+        """scheduler_preemption_goroutines_duration_seconds / _execution_total{result}: one asynchronous
+        preemption (result "success" or "error")."""

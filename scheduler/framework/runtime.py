@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import operator
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.framework.fit_error import NodeToStatus
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -22,9 +23,11 @@ from scheduler.framework.interface import (
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
+    Handle,
     ObjectEventHandler,
     PermitPlugin,
     Plugin,
+    PodNominator,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -164,6 +167,9 @@ class Framework:
         """
         self.profile_name = profile_name
         self.upstream_plugins = upstream_plugins
+        # Builds the same profile again with other plugin instances on another Handle (set by the profile
+        # builder): explanations computed off the scheduling loop get plugins nobody else touches.
+        self.rebuild: Callable[[Handle], Framework] | None = None
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.observer = observer or Observer()
         self.plugins: dict[str, Plugin] = {p.name: p for p in plugins}
@@ -195,6 +201,9 @@ class Framework:
         self.bind: list[BindPlugin] = pick("bind", BindPlugin)  # type: ignore[assignment]
         self.post_bind: list[PostBindPlugin] = pick("postBind", PostBindPlugin)  # type: ignore[assignment]
         self.waiting_pods: dict[str, WaitingPod] = {}
+        # The pods nominated to nodes (the scheduler's Nominator); Filter runs count the ones a pod must yield
+        # to. None (unit tests, explanations of a bare framework) means nobody is nominated anywhere.
+        self.nominator: PodNominator | None = None
 
     # ------------------------------------------------------------------ queueing
 
@@ -355,6 +364,109 @@ class Framework:
         statuses, err = self.run_filters(state, pod, [node])
         return err if err is not None else statuses[0]
 
+    # ------------------------------------------------------------------ nominated pods
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        """Tell every PreFilter plugin with extensions that `to_add` joins `node` (upstream
+        RunPreFilterExtensionAddPod); the first failure is an Error naming the plugin."""
+        return self._run_extensions(state, pod, to_add, node, add=True)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        """Tell every PreFilter plugin with extensions that `to_remove` leaves `node` (upstream
+        RunPreFilterExtensionRemovePod, used when preemption removes a victim)."""
+        return self._run_extensions(state, pod, to_remove, node, add=False)
+
+    def _run_extensions(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo, *, add: bool
+    ) -> Status | None:
+        operation = "AddPod" if add else "RemovePod"
+        skip = state.skip_filter_plugins
+        for pl in self.pre_filter:
+            if pl.name in skip:
+                continue
+            extensions = pl.pre_filter_extensions()
+            if extensions is None:
+                continue
+            try:
+                if add:
+                    s = extensions.add_pod(state, pod, other, node)
+                else:
+                    s = extensions.remove_pod(state, pod, other, node)
+            except Exception as exc:
+                s = error_status(exc, pl.name)
+            if s is not None and s.code != Code.SUCCESS:
+                return error_status(f'running {operation} on PreFilter plugin "{pl.name}": {s.message()}', pl.name)
+        return None
+
+    def _with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> tuple[bool, CycleState, NodeInfo, Status | None]:
+        """upstream addGENominatedPods: a copy of state and node with every pod nominated to the node whose
+        priority is at least pod's (pod itself excepted) added through the PreFilter extensions.
+        Returns (whether any pod was added, state, node, error status)."""
+        nominator = self.nominator
+        nominated = nominator.nominated_pods_for_node(node.name) if nominator is not None else []
+        if not nominated:
+            return False, state, node, None
+        node_out = node.clone()
+        state_out = state.clone()
+        added = False
+        for other in nominated:
+            if other.priority >= pod.priority and other.uid != pod.uid:
+                node_out.add_pod(other)
+                err = self.run_pre_filter_extension_add_pod(state_out, pod, other, node_out)
+                if err is not None:
+                    return False, state, node, err
+                added = True
+        return added, state_out, node_out, None
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        """Filter one node as if the pods nominated to it that pod must yield to were running (upstream
+        RunFilterPluginsWithNominatedPods): pass 1 with those pods added; pass 2, only when pass 1 added pods
+        and passed, without them (filters such as pod affinity may need the nominated pods to be absent)."""
+        added, state_in, node_in, err = self._with_nominated_pods(state, pod, node)
+        if err is not None:
+            return err
+        status = self.run_filter_plugins(state_in, pod, node_in)
+        if not added or status is not None:
+            return status
+        return self.run_filter_plugins(state, pod, node)
+
+    def run_filters_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Status | None], Status | None]:
+        """`run_filters`, with each node that has nominated pods filtered by the two-pass rule of
+        `run_filter_plugins_with_nominated_pods`; nodes without nominees stay on the batch path."""
+        nominator = self.nominator
+        if nominator is None or not nominator.has_nominations():
+            return self.run_filters(state, pod, nodes)
+        results: list[Status | None] = [None] * len(nodes)
+        batch: list[int] = []
+        for i, node in enumerate(nodes):
+            added, state_in, node_in, err = self._with_nominated_pods(state, pod, node)
+            if err is not None:
+                return results, err
+            if added:  # pass 1; pass 2 is the batch run below
+                statuses, err = self.run_filters(state_in, pod, [node_in])
+                if err is not None:
+                    return results, err
+                if statuses[0] is not None:
+                    results[i] = statuses[0]
+                    continue
+            batch.append(i)
+        if len(batch) == len(nodes):
+            return self.run_filters(state, pod, nodes)
+        statuses, err = self.run_filters(state, pod, [nodes[i] for i in batch])
+        for i, st in zip(batch, statuses, strict=True):
+            results[i] = st
+        return results, err
+
     def run_filter_each(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> list[list[tuple[str, Status | None]]]:
@@ -381,9 +493,10 @@ class Framework:
         return out
 
     def run_post_filter(
-        self, state: CycleState, pod: PodInfo, node_to_status: Mapping[str, Status]
+        self, state: CycleState, pod: PodInfo, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
-        """Run PostFilter plugins until one succeeds; rejection messages are joined like upstream."""
+        """Run PostFilter plugins until one succeeds, one says UnschedulableAndUnresolvable or one fails;
+        the messages of Unschedulable ones are joined like upstream's RunPostFilterPlugins."""
         start = time.perf_counter()
         reasons: list[str] = []
         rejector = ""
@@ -406,9 +519,11 @@ class Framework:
                 break
             if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 final = Status(s.code, s.reasons, pl.name)
+                result = r
                 break
             if s.code != Code.UNSCHEDULABLE:
                 final = s.with_plugin(pl.name)
+                result = None
                 break
             reasons.extend(s.reasons)
             rejector = rejector or pl.name

@@ -20,6 +20,7 @@ from scheduler.framework import interface as fi
 from scheduler.framework.interface import Handle, Plugin
 from scheduler.plugins import (
     default_binder,
+    default_preemption,
     image_locality,
     node_affinity,
     node_name,
@@ -69,6 +70,9 @@ REGISTRY: dict[str, PluginSpec] = {
         node_resources_balanced_allocation.NodeResourcesBalancedAllocation,
         node_resources_balanced_allocation.NodeResourcesBalancedAllocation,
         node_resources_balanced_allocation.parse_args,
+    ),
+    default_preemption.NAME: PluginSpec(
+        default_preemption.DefaultPreemption, default_preemption.DefaultPreemption, default_preemption.parse_args
     ),
     image_locality.NAME: _no_args(image_locality.ImageLocality, image_locality.new),
     default_binder.NAME: _no_args(default_binder.DefaultBinder, default_binder.new),

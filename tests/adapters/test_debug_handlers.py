@@ -85,6 +85,7 @@ async def test_cache_dump(client: TestClient[web.Request, web.Application]) -> N
     assert doc["assumed_pods"] == []
     assert doc["pending_pods"] == ["ns/big"]
     assert [p["pod"] for p in doc["queues"]["unschedulable"]] == ["ns/big"]
+    assert doc["nominated_pods"] == {}
     assert doc["counts"]["nodes"] == 2
 
 
@@ -107,7 +108,11 @@ async def test_explain_names_the_blocking_plugin_and_port_holder(
 ) -> None:
     doc = await (await client.get("/debug/explain/ns/big")).json()
     assert doc["pod"] == "ns/big"
-    assert doc["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+    assert doc["message"] == (
+        "0/2 nodes are available: 2 Insufficient cpu."
+        " preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+    assert doc["preemption"]["outcome"] == "not helpful" and doc["preemption"]["candidates"] == []
     plugins = {
         f["status"]["plugin"]
         for n in doc["nodes"]

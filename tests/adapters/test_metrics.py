@@ -51,6 +51,8 @@ UPSTREAM_BUCKETS = {
     "scheduler_pod_scheduling_attempts": exponential_buckets(1, 2, 5),
     "scheduler_framework_extension_point_duration_seconds": exponential_buckets(0.0001, 2, 12),
     "scheduler_plugin_execution_duration_seconds": exponential_buckets(0.00001, 1.5, 20),
+    "scheduler_preemption_victims": exponential_buckets(1, 2, 7),
+    "scheduler_preemption_goroutines_duration_seconds": exponential_buckets(0.01, 2, 20),
 }
 
 
@@ -77,6 +79,18 @@ class Env:
 
 def uid(obj: JSON) -> str:
     return str(obj["metadata"]["uid"])
+
+
+async def preemption_workload(env: Env) -> JSON:
+    """A node whose two low-priority pods must both go for a high-priority pod: one preemption, 2 victims.
+    Returns the preemptor."""
+    env.cluster.apply_node(make_node("n-preempt").capacity(cpu="2").label("pool", "preempt").obj())
+    for i in range(2):
+        env.cluster.apply_pod(make_pod(f"victim-{i}").req(cpu="1").priority(1).node("n-preempt").obj())
+    preemptor = make_pod("preemptor").req(cpu="2").priority(100).node_selector(pool="preempt").obj()
+    env.cluster.apply_pod(preemptor)
+    await env.settle()
+    return preemptor
 
 
 async def known_workload(env: Env) -> dict[str, list[JSON]]:
@@ -204,6 +218,7 @@ def _label_names(text: str, series: tuple[str, ...]) -> set[frozenset[str]]:
 async def test_every_documented_metric_is_exposed_with_its_type_and_labels(metric: Metric) -> None:
     env = Env()
     await known_workload(env)
+    await preemption_workload(env)
     # What KubeClient reports per request, and a sampled cycle's plugin timing (10% of cycles are sampled, so
     # the workload above may have none; test_plugin_execution_is_sampled_and_observed covers the sampling).
     env.metrics.rest_request("GET", "127.0.0.1:6443", "200", 0.01)
@@ -219,6 +234,7 @@ async def test_every_documented_metric_is_exposed_with_its_type_and_labels(metri
 async def test_no_created_series_and_upstream_buckets() -> None:
     env = Env()
     await known_workload(env)
+    await preemption_workload(env)
     env.metrics.plugin_execution("NodeResourcesFit", "Filter", Code.SUCCESS, 1e-5)
     text = env.text()
     assert "_created" not in text  # kube-scheduler exposes none
@@ -302,3 +318,25 @@ async def test_rest_client_metrics_for_every_request(monkeypatch: pytest.MonkeyP
     assert reg.get_sample_value("rest_client_requests_total", {"code": "404", "method": "GET", "host": host}) == 1
     assert reg.get_sample_value("rest_client_request_duration_seconds_count", {"verb": "GET", "host": host}) == 3
     assert reg.get_sample_value("rest_client_request_duration_seconds_count", {"verb": "POST", "host": host}) == 2
+
+
+async def test_preemption_metrics_count_attempts_victims_and_background_runs() -> None:
+    """scheduler_preemption_attempts_total counts every PostFilter run, i.e. every unschedulable attempt of a
+    profile that preempts (the preemptor's own attempt included); scheduler_preemption_victims the victims of
+    the one preemption; the goroutine metrics its asynchronous run."""
+    env = Env()
+    await known_workload(env)
+    before = env.value("scheduler_preemption_attempts_total")
+    assert before is not None and before >= 2  # the two 3-cpu pods went through PostFilter
+    assert before == env.value("scheduler_schedule_attempts_total", result="unschedulable", profile=PROFILE)
+    assert env.value("scheduler_preemption_victims_count") == 0
+    preemptor = await preemption_workload(env)
+    after = env.value("scheduler_preemption_attempts_total")
+    assert after == env.value("scheduler_schedule_attempts_total", result="unschedulable", profile=PROFILE)
+    assert after is not None and after > before
+    assert env.value("scheduler_preemption_victims_count") == 1
+    assert env.value("scheduler_preemption_victims_sum") == 2
+    assert env.value("scheduler_preemption_victims_bucket", le="2.0") == 1
+    assert env.value("scheduler_preemption_goroutines_execution_total", result="success") == 1
+    assert env.value("scheduler_preemption_goroutines_duration_seconds_count", result="success") == 1
+    assert env.cluster.node_of(uid(preemptor)) == "n-preempt"

@@ -39,6 +39,7 @@ IMPLEMENTS: dict[str, frozenset[str]] = {
     "NodeVolumeLimits": frozenset({"pre_filter", "filter"}),
     "VolumeBinding": frozenset({"pre_filter", "filter", "pre_score", "score", "reserve", "pre_bind"}),
     "VolumeZone": frozenset({"pre_filter", "filter"}),
+    "DefaultPreemption": frozenset({"pre_enqueue", "post_filter"}),
     "NodeResourcesBalancedAllocation": frozenset({"pre_score", "score"}),
     "ImageLocality": frozenset({"score"}),
     "DefaultBinder": frozenset({"bind"}),
@@ -549,6 +550,7 @@ def test_default_multi_point_order_and_weights() -> None:
         ("NodeVolumeLimits", None),
         ("VolumeBinding", None),
         ("VolumeZone", None),
+        ("DefaultPreemption", None),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("DefaultBinder", None),
@@ -695,7 +697,7 @@ def test_null_values_mean_unset() -> None:
 # Plugin merge semantics
 
 DEFAULT_EXPANSION: dict[str, list[tuple[str, int | None]]] = {
-    "pre_enqueue": [("SchedulingGates", None)],
+    "pre_enqueue": [("SchedulingGates", None), ("DefaultPreemption", None)],
     "queue_sort": [("PrioritySort", None)],
     "pre_filter": [
         ("NodeAffinity", None),
@@ -718,7 +720,7 @@ DEFAULT_EXPANSION: dict[str, list[tuple[str, int | None]]] = {
         ("VolumeBinding", None),
         ("VolumeZone", None),
     ],
-    "post_filter": [],
+    "post_filter": [("DefaultPreemption", None)],
     "pre_score": [
         ("TaintToleration", None),
         ("NodeAffinity", None),

@@ -10,6 +10,7 @@ from scheduler.adapters.memory import MemoryCluster, RecordedEvent
 from scheduler.config.load import load_config
 from scheduler.core.api import AlreadyBoundError, BindError
 from scheduler.core.clock import FakeClock
+from scheduler.core.explain import explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.types import PodInfo
@@ -17,6 +18,8 @@ from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
 from scheduler.testing import PodBuilder, make_node, make_pod
 
 JSON = dict[str, Any]
+# Every pod has priority 0 here: DefaultPreemption finds nothing it may evict.
+NO_VICTIMS = " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 
 
 class Env:
@@ -77,7 +80,11 @@ async def test_unschedulable_pod_event_and_condition() -> None:
     env.cluster.apply_node(make_node("n2").capacity(cpu="2").obj())
     obj = env.pod(make_pod("big").req(cpu="3"))
     await env.settle()
-    want = "0/2 nodes are available: 2 Insufficient cpu."
+    # 3 cpu exceed each node's allocatable: Unresolvable, so preemption cannot help on either node.
+    want = (
+        "0/2 nodes are available: 2 Insufficient cpu."
+        " preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
     assert env.node_of(obj) is None
     events = env.events_of(obj)
     assert [(e.type, e.reason, e.action, e.note) for e in events] == [
@@ -99,6 +106,7 @@ async def test_long_message_truncated_in_event_but_not_in_condition() -> None:
     obj = env.pod(builder)
     await env.settle()
     full = "0/1 nodes are available: " + ", ".join(sorted(f"1 Insufficient {r}" for r in resources)) + "."
+    full += " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     assert len(full) > 1024
     [event] = env.events_of(obj)
     assert event.note == full[:1020] + " ..."
@@ -140,7 +148,7 @@ async def test_pending_pod_scheduled_when_assigned_pod_deleted() -> None:
     obj = env.pod(make_pod("p").req(cpu="1"))
     await env.settle()
     assert env.node_of(obj) is None
-    assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu." + NO_VICTIMS
     env.cluster.delete_pod(_uid(hog))
     await env.settle()
     assert env.node_of(obj) == "n1"
@@ -161,7 +169,7 @@ async def test_other_schedulers_pods_ignored_but_counted_when_bound() -> None:
     obj = env.pod(make_pod("ours").req(cpu="1"))
     await env.settle()
     assert env.node_of(obj) is None
-    assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu." + NO_VICTIMS
 
 
 async def test_unparsable_pod_reports_scheduler_error_and_others_schedule() -> None:
@@ -296,7 +304,7 @@ async def test_terminating_pod_keeps_resources() -> None:
     obj = env.pod(make_pod("new").req(cpu="1"))
     await env.settle()
     assert env.node_of(obj) is None
-    assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu." + NO_VICTIMS
     env.cluster.delete_pod(_uid(old))
     await env.settle()
     assert env.node_of(obj) == "n1"
@@ -330,7 +338,10 @@ async def test_multiple_profiles_each_schedule_their_own_pods() -> None:
     stranger = env.pod(make_pod("stranger").scheduler_name("third-scheduler"))
     await env.settle()
     assert env.node_of(ours) is None
-    assert env.cluster.conditions[_uid(ours)].message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert env.cluster.conditions[_uid(ours)].message == (
+        "0/1 nodes are available: 1 Insufficient cpu."
+        " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
     assert env.node_of(theirs) == "n1"
     assert env.node_of(stranger) is None and env.events_of(stranger) == []
     assert [e.reporting_controller for e in env.events_of(theirs)] == ["no-fit"]
@@ -351,4 +362,27 @@ async def test_node_pod_capacity_respected(count: int) -> None:
     assert placed.count("n1") <= 3 and placed.count("n2") <= 3
     for o, n in zip(objs, placed, strict=True):
         if n is None:
-            assert env.cluster.conditions[_uid(o)].message == "0/2 nodes are available: 2 Too many pods."
+            assert env.cluster.conditions[_uid(o)].message == (
+                "0/2 nodes are available: 2 Too many pods."
+                " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+            )
+
+
+async def test_explain_environment_shares_nothing_mutable_with_the_scheduler() -> None:
+    """Explanations off the loop get fresh plugins, a private snapshot and object store: what the loop changes
+    afterwards is not seen, and the explained snapshot is what the plugins read through their Handle."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").image("registry.example.com/big:v1", 900 * 1024 * 1024).obj())
+    env.cluster.apply_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+    fwk, snapshot = env.scheduler.explain_environment("pyscheduler")
+    live = env.scheduler.profiles["pyscheduler"]
+    assert fwk is not live
+    assert not set(map(id, fwk.plugins.values())) & set(map(id, live.plugins.values()))
+    handle = fwk.plugins["ImageLocality"].handle  # type: ignore[attr-defined]
+    assert handle.snapshot() is snapshot and snapshot is not env.scheduler.snapshot
+    env.cluster.apply_node(make_node("n2").obj())
+    env.cluster.delete_object("Namespace", "", "team")
+    assert [n.name for n in snapshot.node_info_list] == ["n1"]
+    assert handle.objects.get("Namespace", "", "team") is not None
+    expl = explain_pod(fwk, make_pod("p").image("registry.example.com/big:v1").info(), snapshot)
+    assert dict(expl.nodes[0].scores)["ImageLocality"] > 0  # read from the explained snapshot, not the last cycle's

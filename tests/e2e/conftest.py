@@ -207,6 +207,81 @@ async def _delete_namespace(api_client: ApiClient, name: str) -> None:
     await wait_for(no_pods_left, what=f"the pods of namespace {name} to be deleted", within=60)
 
 
+class PriorityClassFactory(Protocol):
+    """Creates a PriorityClass (cluster-scoped; the name gets the test's namespace as suffix so parallel
+    sessions never collide) and returns its name; it is deleted after the test."""
+
+    async def __call__(self, name: str, value: int, *, preemption_policy: str | None = None) -> str: ...
+
+
+@pytest.fixture
+async def create_priority_class(api_client: ApiClient, namespace: str) -> AsyncIterator[PriorityClassFactory]:
+    created: list[str] = []
+
+    async def create(name: str, value: int, *, preemption_policy: str | None = None) -> str:
+        full = f"{name}-{namespace}"
+        body: JSON = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": full},
+            "value": value,
+        }
+        if preemption_policy is not None:
+            body["preemptionPolicy"] = preemption_policy
+        await request_json(api_client, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body=body)
+        created.append(full)
+        return full
+
+    try:
+        yield create
+    finally:
+        for full in created:
+            with contextlib.suppress(ApiException):
+                await request_json(api_client, "DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{full}")
+
+
+class NamespaceFactory(Protocol):
+    """Creates one more namespace for the test (ready for pods); deleted, pods force-deleted, afterwards."""
+
+    async def __call__(self, label: str) -> str: ...
+
+
+@pytest.fixture
+async def create_namespace(
+    request: pytest.FixtureRequest, control_plane: ControlPlane, api_client: ApiClient
+) -> AsyncIterator[NamespaceFactory]:
+    created: list[str] = []
+
+    async def create(label: str) -> str:
+        name = _namespace_name(f"{label}-{request.node.name}")
+        await request_json(
+            api_client,
+            "POST",
+            "/api/v1/namespaces",
+            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        )
+        created.append(name)
+        if "kube-controller-manager" in control_plane.processes:
+
+            async def default_service_account() -> bool:
+                try:
+                    await request_json(api_client, "GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
+                except ApiException as e:
+                    if e.status == 404:
+                        return False
+                    raise
+                return True
+
+            await wait_for(default_service_account, what=f"ServiceAccount {name}/default")
+        return name
+
+    try:
+        yield create
+    finally:
+        for name in created:
+            await _delete_namespace(api_client, name)
+
+
 @pytest.fixture
 async def create_node(api_client: ApiClient, namespace: str) -> AsyncIterator[NodeFactory]:
     """Factory for nodes; every node it created is deleted after the test."""

@@ -45,9 +45,15 @@ async def test_explain_from_the_api_without_a_running_scheduler(
     assert code == 0, err
     assert f"Pod {namespace}/greedy" in out
     assert "Blocking reasons" in out
+    assert "1 node(s): NodeResourcesFit: Insufficient cpu  [exp-a]" in out
+    assert "1 node(s): TaintToleration: node(s) had untolerated taint(s)  [exp-b]" in out
+    assert "1. tolerate taint dedicated=db:NoSchedule" not in out  # exp-b has 2 cpu too: a toleration alone is no fix
+    assert "Message: 0/" in out
+
+    code, out, err = await _explain(f"{namespace}/greedy", "--kubeconfig", str(kubeconfig), "--all-nodes")
+    assert code == 0, err
     assert "exp-a: infeasible" in out and "Insufficient cpu" in out
     assert "exp-b: infeasible" in out and "untolerated taint" in out
-    assert "Message: 0/" in out
 
     code, out, err = await _explain(f"{namespace}/greedy", "--kubeconfig", str(kubeconfig), "-o", "json")
     assert code == 0, err

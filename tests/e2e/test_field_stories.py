@@ -123,5 +123,6 @@ async def test_host_port_story_names_the_conflict_in_upstream_words(
     message = await wait_for(rejected, what="coredns-busy to be reported unschedulable", within=30)
     assert message == (
         "0/2 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, "
-        "1 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        "1 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/2 nodes are available: "
+        "1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     )

@@ -2,8 +2,10 @@
 
 The upstream kube-scheduler binary built from the same release runs next to pyscheduler on the same API
 server. Every shape below is created twice on the same nodes, once for each scheduler; the PodScheduled
-condition message (the full message) and the FailedScheduling event note must be equal, up to upstream's
-` preemption: ...` suffix (pyscheduler has no PostFilter plugin yet, so it adds none).
+condition message (the full message) and the FailedScheduling event note must be equal, whole: including
+DefaultPreemption's ` preemption: ...` suffix (no victims found, not helpful on Unresolvable nodes, policy
+Never, PreFilter rejections where no node can help). Every pod here has priority 0 or cannot preempt, so
+neither scheduler evicts anything (tests/e2e/test_preemption_parity.py covers preemptions that happen).
 """
 
 from __future__ import annotations
@@ -14,12 +16,10 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import ManagedProcess
-from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess
+from tests.e2e.conftest import NodeFactory, PodFactory, PriorityClassFactory, PySchedulerProcess
 from tests.e2e.kube import JSON, get_pod, request_json, status_condition, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
-
-PREEMPTION_SUFFIX = " preemption:"
 
 
 def _expr(key: str, op: str, values: list[str] | None = None) -> JSON:
@@ -146,10 +146,6 @@ async def _event_note(api_client: ApiClient, namespace: str, name: str) -> str:
     return await wait_for(probe, what=f"a FailedScheduling event for {namespace}/{name}", within=60)
 
 
-def _without_preemption(message: str) -> str:
-    return message.split(PREEMPTION_SUFFIX, 1)[0]
-
-
 async def test_failure_messages_equal_upstream_kube_scheduler(
     kube_scheduler: ManagedProcess,
     pyscheduler: PySchedulerProcess,
@@ -157,27 +153,35 @@ async def test_failure_messages_equal_upstream_kube_scheduler(
     namespace: str,
     create_node: NodeFactory,
     create_pod: PodFactory,
+    create_priority_class: PriorityClassFactory,
 ) -> None:
-    """For every unschedulable shape, condition message and event note equal upstream's (minus preemption)."""
+    """For every unschedulable shape, condition message and event note equal upstream's, whole."""
     await _cluster(create_node, create_pod)
-    for shape, kwargs in SHAPES.items():
+    # A pod of high priority whose class forbids preempting: "preemption: not eligible ..." (it evicts nothing).
+    never = await create_priority_class("parity-never", 1000, preemption_policy="Never")
+    shapes = {**SHAPES, "policy-never": {"requests": {"cpu": "1500m"}, "spec": {"priorityClassName": never}}}
+    for shape, kwargs in shapes.items():
         await create_pod(f"{shape}-up", scheduler_name="default-scheduler", **kwargs)
         await create_pod(f"{shape}-py", scheduler_name="pyscheduler", **kwargs)
     mismatches = []
-    for shape in SHAPES:
+    for shape in shapes:
         upstream = await _message(api_client, namespace, f"{shape}-up")
         ours = await _message(api_client, namespace, f"{shape}-py")
         assert upstream.startswith("0/4 nodes are available: "), upstream
-        if _without_preemption(upstream) != ours:
+        if upstream != ours:
             mismatches.append(f"{shape}:\n  upstream:    {upstream}\n  pyscheduler: {ours}")
         up_note = await _event_note(api_client, namespace, f"{shape}-up")
         our_note = await _event_note(api_client, namespace, f"{shape}-py")
-        if _without_preemption(up_note) != our_note:
+        if up_note != our_note:
             mismatches.append(f"{shape} (event note):\n  upstream:    {up_note}\n  pyscheduler: {our_note}")
-    for shape in SHAPES:
+    for shape in shapes:
         print(f"{shape}: {await _message(api_client, namespace, f'{shape}-py')}")
     assert not mismatches, "\n".join(mismatches)
-    assert len(SHAPES) >= 12
+    assert len(shapes) >= 12
+    suffixes = {
+        shape: (await _message(api_client, namespace, f"{shape}-py")).split(" preemption: ", 1)[1:] for shape in shapes
+    }
+    assert all(suffixes.values()), f"every shape's message ends with upstream's preemption suffix: {suffixes}"
 
 
 async def _event(api_client: ApiClient, namespace: str, name: str, reason: str) -> JSON:

@@ -32,7 +32,7 @@ import yaml
 from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import REPO_ROOT, ManagedProcess, default_bin_dir, free_port
-from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, wait_for_event
+from tests.e2e.conftest import NodeFactory, PodFactory, PriorityClassFactory, PySchedulerProcess, wait_for_event
 from tests.e2e.kube import JSON, request_json, wait_for, wait_for_pod_bound
 from tests.e2e.tools import missing_programs, require
 
@@ -292,32 +292,56 @@ async def test_dashboard_and_alert_queries_return_data(
     namespace: str,
     create_node: NodeFactory,
     create_pod: PodFactory,
+    create_priority_class: PriorityClassFactory,
 ) -> None:
     # The workload starts after the first scrape, in two waves: rate() cannot see a labelled series' first
     # observation (the child appears with its value already counted), so wave 1 creates the series (as a
     # scheduler that has run for a while has them) and wave 2 makes every rate and quantile move.
     await create_node(f"{namespace}-a", cpu="4")
     await create_node(f"{namespace}-b", cpu="4")
+    low = await create_priority_class("prom-low", 10)
+    high = await create_priority_class("prom-high", 1000)
 
     async def wave(index: int, small: int) -> None:
         names = [f"web-{index}-{i}" for i in range(small)]
         for name in names:
             await create_pod(name, requests={"cpu": "100m"})
         await create_pod(f"too-big-{index}", requests={"cpu": "64"})
+        # One preemption per wave, on a node of its own: a high-priority pod evicts the low-priority one.
+        node = f"{namespace}-preempt-{index}"
+        await create_node(node, cpu="1", labels={"e2e/pool": node})
+        await create_pod(
+            f"victim-{index}",
+            scheduler_name="nobody",
+            node_name=node,
+            requests={"cpu": "1"},
+            spec={"priorityClassName": low},
+        )
+        await create_pod(
+            f"preemptor-{index}",
+            requests={"cpu": "1"},
+            node_selector={"e2e/pool": node},
+            spec={"priorityClassName": high},
+        )
         for name in names:
             await wait_for_pod_bound(api_client, namespace, name)
+        await wait_for_pod_bound(api_client, namespace, f"preemptor-{index}")
         await wait_for_event(api_client, namespace, f"too-big-{index}", "FailedScheduling")
-        total = 3 * index
+        total = 4 * index  # the small pods and the preemptor
 
         async def scraped() -> bool:
-            # Prometheus has the wave's results: its pods bound and its big pod in the unschedulable queue.
+            # Prometheus has the wave's results: its pods bound, its big pod in the unschedulable queue, and its
+            # preemption's background run counted.
             bound = await prometheus.query(
                 f'sum(scheduler_schedule_attempts_total{{{ALERT_SELECTOR},result="scheduled"}}) >= {total}'
             )
             stuck = await prometheus.query(
                 f'scheduler_pending_pods{{{ALERT_SELECTOR},queue="unschedulable"}} >= {index}'
             )
-            return has_data(bound) and has_data(stuck)
+            preempted = await prometheus.query(
+                f"sum(scheduler_preemption_goroutines_execution_total{{{ALERT_SELECTOR}}}) >= {index}"
+            )
+            return has_data(bound) and has_data(stuck) and has_data(preempted)
 
         await wait_for(scraped, what=f"prometheus to scrape wave {index}", within=30)
         await asyncio.sleep(3)  # a few more scrapes

@@ -48,7 +48,7 @@ from kubernetes_asyncio.config import new_client_from_config
 
 from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess, free_port
 from tests.e2e import serving
-from tests.e2e.conftest import NodeFactory, PodFactory
+from tests.e2e.conftest import NodeFactory, PodFactory, PriorityClassFactory
 from tests.e2e.kube import JSON, get_pod, request_json, status_condition, wait_for, wait_for_pod_bound
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -756,3 +756,99 @@ async def test_without_the_auth_delegator_binding_metrics_fail_closed(
             return await _can(api_client, user, "", "create", "authentication.k8s.io", "tokenreviews")
 
         await wait_for(can_review, what="the auth-delegator binding to be restored")
+
+
+# --------------------------------------------------------------------------------------------- preemption
+
+
+async def _preemption_setup(
+    namespace: str, create_node: NodeFactory, create_pod: PodFactory, create_priority_class: PriorityClassFactory
+) -> None:
+    """A node full of one low-priority pod and a high-priority pod that needs its room."""
+    low = await create_priority_class("rbac-low", 10)
+    high = await create_priority_class("rbac-high", 1000)
+    await create_node(f"{namespace}-n0", cpu="2")
+    await create_pod(
+        "victim",
+        scheduler_name="nobody",
+        node_name=f"{namespace}-n0",
+        requests={"cpu": "2"},
+        spec={"priorityClassName": low, "terminationGracePeriodSeconds": 30},
+    )
+    await create_pod("preemptor", requests={"cpu": "2"}, spec={"priorityClassName": high})
+
+
+async def test_preemption_runs_as_the_chart_service_account(
+    release: Release,
+    start_scheduler: StartScheduler,
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+    create_priority_class: PriorityClassFactory,
+) -> None:
+    """With the chart's rules: PDBs are read, the victim gets DisruptionTarget and is deleted, a Preempted
+    event is written and the preemptor is nominated; no 403 anywhere."""
+    run = await start_ready(start_scheduler)
+    await _preemption_setup(namespace, create_node, create_pod, create_priority_class)
+
+    async def victim_terminating() -> JSON | None:
+        pod = await get_pod(api_client, namespace, "victim")
+        return pod if pod["metadata"].get("deletionTimestamp") else None
+
+    victim = await wait_for(victim_terminating, what="the victim to be deleted", within=30)
+    cond = status_condition(victim, "DisruptionTarget")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler"), cond
+    event = await wait_for_event(api_client, namespace, "victim", "Preempted")
+    assert event["note"].startswith("Preempted by pod ") and event["reportingController"] == SCHEDULER_NAME
+
+    async def nominated() -> str | None:
+        status = (await get_pod(api_client, namespace, "preemptor")).get("status") or {}
+        return status.get("nominatedNodeName")
+
+    assert await wait_for(nominated, what="the preemptor's nominatedNodeName", within=20) == f"{namespace}-n0"
+    await asyncio.sleep(0.5)  # let any late write (and its error) reach the log
+    assert_never_forbidden(run.log())
+    assert await run.stop() == 0
+
+
+async def test_without_pods_delete_the_victim_stays_and_the_log_says_why(
+    start_scheduler: StartScheduler,
+    remove_rule: Callable[[Removal], Awaitable[None]],
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+    create_priority_class: PriorityClassFactory,
+) -> None:
+    """No `pods` delete: the preemption's DELETE is refused (logged with the 403 message); nothing is deleted."""
+    await remove_rule(Removal("delete", "", "pods"))
+    run = await start_ready(start_scheduler)
+    await _preemption_setup(namespace, create_node, create_pod, create_priority_class)
+    line = await run.wait_for_log("Tried to preempted pod")
+    assert (
+        "status=403" in line
+        and f'cannot delete resource \\"pods\\" in API group \\"\\" in the namespace \\"{namespace}\\"' in line
+    ), line
+    victim = await get_pod(api_client, namespace, "victim")
+    assert not victim["metadata"].get("deletionTimestamp")
+    assert not (await get_pod(api_client, namespace, "preemptor"))["spec"].get("nodeName")
+    await run.stop()
+
+
+async def test_without_pdb_reads_the_scheduler_exits_naming_poddisruptionbudgets(
+    start_scheduler: StartScheduler, remove_rule: Callable[[Removal], Awaitable[None]], release: Release
+) -> None:
+    """No policy `poddisruptionbudgets` list/watch: preemption could not weigh budgets, so pyscheduler refuses
+    to run (its informer's LIST is refused) and exits 1 naming the resource; it never schedules."""
+    await remove_rule(Removal("list", "policy", "poddisruptionbudgets"))
+    run = await start_scheduler()
+
+    async def exited() -> int | None:
+        return run.process.poll()
+
+    code = await wait_for(exited, what="pyscheduler to exit without PDB reads", within=30, interval=0.2)
+    log = run.log()
+    assert code == 1, f"exit code {code}:\n{log}"
+    assert f'User \\"{release.user}\\" cannot list resource \\"poddisruptionbudgets\\"' in log, log
+    assert "starting to schedule" not in log

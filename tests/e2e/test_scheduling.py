@@ -113,7 +113,11 @@ async def test_pods_of_other_schedulers_occupy_nodes(
 
     await create_pod("too-big", requests={"cpu": "4"})
     event = await wait_for_event(api_client, namespace, "too-big", "FailedScheduling")
-    assert event["note"] == "0/2 nodes are available: 2 Insufficient cpu."
+    # 4 cpus exceed the full node's allocatable (Unresolvable); on the free one only an equal-priority pod runs.
+    assert event["note"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+        "1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+    )
     assert not (await get_pod(api_client, namespace, "too-big"))["spec"].get("nodeName")
 
 
@@ -132,7 +136,10 @@ async def test_unschedulable_pod_gets_event_and_condition(
     await create_node(f"{namespace}-b", cpu="8", labels={"e2e/zone": "b"})
     created = await create_pod("stuck", requests={"cpu": "2"}, node_selector={"e2e/zone": "a"})
     # Node a: big enough in selector only; node b: big enough, wrong zone. Reasons sort as plain strings.
-    expected = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector."
+    expected = (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
 
     event = await wait_for_event(api_client, namespace, "stuck", "FailedScheduling")
     assert event["note"] == expected

@@ -7,7 +7,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler.framework.fit_error import (
-    ERR_NO_NODES_AVAILABLE,
     NOTE_LENGTH_LIMIT,
     Diagnosis,
     FitError,
@@ -236,7 +235,6 @@ def test_diagnosis_add_plugin_status(status: Status, unschedulable: set[str], pe
 
 def test_no_nodes_available_message() -> None:
     """ErrNoNodesAvailable text is upstream's."""
-    assert ERR_NO_NODES_AVAILABLE == "no nodes available to schedule pods"
     assert str(NoNodesAvailableError()) == "no nodes available to schedule pods"
 
 

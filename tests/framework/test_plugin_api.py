@@ -178,7 +178,10 @@ async def test_pre_enqueue_gates_and_post_filter_runs_on_fit_error() -> None:
     assert ("PreFilter", "gated") not in CALLS
     assert ("PostFilter", "stuck") in CALLS
     message = env.cluster.conditions[stuck["metadata"]["uid"]].message
-    assert message == "0/3 nodes are available: 3 not the chosen one. recorder cannot help"
+    assert message == (
+        "0/3 nodes are available: 3 not the chosen one. "
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod., recorder cannot help"
+    )  # PostFilter messages joined with ", " as upstream (DefaultPreemption first, in default order)
 
 
 async def test_reserve_rejection_unreserves_and_requeues() -> None:

@@ -70,6 +70,30 @@ METRICS: tuple[Metric, ...] = (
         "Nodes, pods and assumed pods in the scheduler cache.",
     ),
     Metric(
+        "scheduler_preemption_attempts_total",
+        "counter",
+        (),
+        "DefaultPreemption runs (a pod fit no node and went through PostFilter).",
+    ),
+    Metric(
+        "scheduler_preemption_victims",
+        "histogram",
+        (),
+        "Victims selected by one preemption (buckets 1, 2, 4 ... 64).",
+    ),
+    Metric(
+        "scheduler_preemption_goroutines_execution_total",
+        "counter",
+        ("result",),
+        "Asynchronous preemptions (the API calls that evict victims) by result: success or error.",
+    ),
+    Metric(
+        "scheduler_preemption_goroutines_duration_seconds",
+        "histogram",
+        ("result",),
+        "Duration of one asynchronous preemption, by result.",
+    ),
+    Metric(
         "rest_client_requests_total",
         "counter",
         ("code", "method", "host"),

@@ -29,6 +29,7 @@ import yaml
 
 from scheduler.config.load import load_config
 from scheduler.config.types import SchedulerConfiguration
+from scheduler.plugins import default_preemption
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
 from tests.packaging.metrics_catalog import METRIC_NAMES, series_names
 
@@ -224,7 +225,9 @@ def test_two_replicas_add_lease_rbac_and_pdb(helm: Path) -> None:
 CLUSTER_RULES: set[Rule] = {
     *{("", r, v, None) for r in ("nodes", "pods", "namespaces") for v in ("get", "list", "watch")},
     ("", "pods/binding", "create", None),
+    ("", "pods", "delete", None),
     ("", "pods/status", "patch", None),
+    *{("policy", "poddisruptionbudgets", v, None) for v in ("list", "watch")},
     *{("events.k8s.io", "events", v, None) for v in ("create", "patch")},
     *{("", r, v, None) for r in ("persistentvolumeclaims", "persistentvolumes") for v in ("list", "watch", "update")},
     *{
@@ -512,7 +515,11 @@ def test_profiles_and_plugin_config_load_with_our_loader(helm: Path) -> None:
                             "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
                         }
                     },
-                }
+                },
+                {
+                    "name": "DefaultPreemption",
+                    "args": {"minCandidateNodesPercentage": 20, "minCandidateNodesAbsolute": 50},
+                },
             ],
             "extraProfiles": [
                 {"schedulerName": "spreader"},
@@ -527,6 +534,7 @@ def test_profiles_and_plugin_config_load_with_our_loader(helm: Path) -> None:
     assert config.percentage_of_nodes_to_score == 50
     main = config.profiles[0]
     assert "NodeResourcesFit" in main.plugin_config
+    assert main.plugin_config["DefaultPreemption"] == default_preemption.Args(20, 50)
     assert "ImageLocality" not in [ref.name for ref in main.plugins.multi_point.enabled]
     le = config.leader_election
     assert le.leader_elect
@@ -731,6 +739,8 @@ REQUIRED_PANELS = {
     "API requests by code": ["rest_client_requests_total", "code"],
     "Cache size": ["scheduler_cache_size"],
     "Cache drift repaired": ["pyscheduler_cache_drift_repaired_total"],
+    "Preemption attempts and victims": ["scheduler_preemption_attempts_total", "scheduler_preemption_victims_bucket"],
+    "Asynchronous preemptions": ["scheduler_preemption_goroutines_execution_total", "result"],
     "Leader": ["pyscheduler_leader"],
     "CPU": ["process_cpu_seconds_total"],
     "Memory": ["process_resident_memory_bytes"],

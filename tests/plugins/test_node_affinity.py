@@ -178,12 +178,6 @@ def test_filter_without_pre_filter() -> None:
     assert _filter(pl, pod, _node(foo="baz"), pre_filter=False) is not None
 
 
-def test_reason_texts() -> None:
-    """Upstream wording of the three NodeAffinity reasons."""
-    assert ERR_REASON_POD == "node(s) didn't match Pod's node affinity/selector"
-    assert ERR_REASON_ENFORCED == "node(s) didn't match scheduler-enforced node affinity"
-    assert ERR_REASON_CONFLICT == "pod affinity terms conflict"
-
 
 def test_lazy_error_reported_only_without_match() -> None:
     """A broken term's error surfaces only when no other term matched (LazyErrorNodeSelector)."""

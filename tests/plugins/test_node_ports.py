@@ -72,10 +72,6 @@ def test_filter(wanted: list[PortSpec], held: list[PortSpec], fits: bool) -> Non
         assert (status.code, status.reasons, status.plugin) == (Code.UNSCHEDULABLE, (ERR_REASON,), NAME)
 
 
-def test_reason_text() -> None:
-    """Upstream's exact wording (Unschedulable: preemption may help)."""
-    assert ERR_REASON == "node(s) didn't have free ports for the requested pod ports"
-
 
 def test_pod_without_host_ports_is_skipped() -> None:
     """No host ports (only container ports, not hostNetwork) -> PreFilter Skip, so Filter never runs."""

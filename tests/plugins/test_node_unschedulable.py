@@ -57,11 +57,6 @@ def test_filter(pod: PodBuilder, cordoned: bool, fits: bool) -> None:
     assert pl.filter_batch(CycleState(), info, [node]) == [status]
 
 
-def test_reason_texts() -> None:
-    """Upstream wording of both reasons."""
-    assert ERR_REASON_UNSCHEDULABLE == "node(s) were unschedulable"
-    assert ERR_REASON_UNKNOWN_CONDITION == "node(s) had unknown conditions"
-
 
 def test_missing_node_object() -> None:
     """A NodeInfo without its Node reports unknown conditions instead of raising."""

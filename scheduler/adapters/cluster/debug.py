@@ -16,12 +16,11 @@ bucket, 429 with Retry-After beyond). They also keep the scheduling loop respons
 - compare: the LISTed objects are parsed in slices of PARSE_SLICE with `await asyncio.sleep(0)` between
   slices; the comparison with the cache itself then runs on the loop in one go (it reads the live cache,
   which only the loop may touch);
-- explain: runs in a worker thread on `Cache.fresh_snapshot()`, a private copy made on the loop (every
-  NodeInfo cloned; the NodeRecord/PodInfo records they share are never mutated after parsing), with the
-  pod parsed from a fresh GET. The profile's plugins are called from that thread: the in-tree plugins keep no
-  mutable state and read only their arguments (the framework's metrics observer is prometheus_client,
-  which is thread-safe). A future plugin that reads `handle.snapshot()` in Filter/Score would read the
-  scheduler's live snapshot from the thread and must not be explained this way.
+- explain: runs in a worker thread on `Scheduler.explain_environment`, made on the loop: a private snapshot
+  (every NodeInfo cloned; the NodeRecord/PodInfo records they share are never mutated after parsing), a copy
+  of the object store and nominations, and fresh instances of the profile's plugins whose Handle returns
+  those copies. Nothing the scheduling loop mutates is reachable from the thread, whatever a plugin reads
+  (its own state, `handle.snapshot()`, `handle.objects`). The pod is parsed from a fresh GET.
 """
 
 from __future__ import annotations
@@ -184,7 +183,7 @@ def log_comparison(doc: Mapping[str, Any]) -> None:
 
 
 def dump(scheduler: Scheduler) -> JSON:
-    """Nodes (with their pods), every cached pod with its node, assumed pods, and the queues."""
+    """Nodes (with their pods), every cached pod with its node, assumed pods, the queues and the nominations."""
     doc = scheduler.cache.dump()
     pods: dict[str, str] = {}
     for name, node in doc["nodes"].items():
@@ -192,6 +191,7 @@ def dump(scheduler: Scheduler) -> JSON:
             pods[key] = name
     doc["pods"] = dict(sorted(pods.items()))
     doc["queues"] = scheduler.queue.dump()
+    doc["nominated_pods"] = scheduler.nominator.dump()  # node -> pods nominated there by preemption
     doc["pending_pods"] = sorted(p.key for p in scheduler.pending_pods())
     doc["counts"]["pending_pods"] = len(doc["pending_pods"])
     return doc
@@ -291,9 +291,8 @@ class DebugHandlers:
             pod = parse_pod(obj)
         except ParseError as exc:
             return _json_response({"error": f"pod {namespace}/{name} cannot be parsed: {exc}"}, status=422)
-        profiles = self.scheduler.profiles
-        fwk = profiles.get(pod.scheduler_name) or next(iter(profiles.values()))
-        snapshot = self.scheduler.cache.fresh_snapshot()  # a private copy, made on the loop (see module doc)
+        # Private copies and fresh plugin instances, made on the loop; the thread touches nothing else.
+        fwk, snapshot = self.scheduler.explain_environment(pod.scheduler_name)
         expl = await asyncio.to_thread(explain_pod, fwk, pod, snapshot)
         if fmt == "text":
             return web.Response(text=render_text(expl) + "\n")

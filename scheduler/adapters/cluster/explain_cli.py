@@ -220,8 +220,8 @@ async def explain_from_api(
         pod = parse_pod(target)
     except ParseError as exc:
         raise ExplainError(f"pod {namespace}/{name} cannot be parsed: {exc}") from exc
-    fwk = scheduler.profiles.get(pod.scheduler_name) or next(iter(scheduler.profiles.values()))
-    return explain_pod(fwk, pod, scheduler.cache.fresh_snapshot())
+    fwk, snapshot = scheduler.explain_environment(pod.scheduler_name)
+    return explain_pod(fwk, pod, snapshot)
 
 
 async def explain_async(args: argparse.Namespace, config: SchedulerConfiguration) -> str:

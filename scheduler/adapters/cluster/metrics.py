@@ -94,6 +94,31 @@ class SchedulerMetrics(Observer):
             buckets=exponential_buckets(0.00001, 1.5, 20),
             registry=registry,
         )
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            registry=registry,
+        )
+        self.preemption_victims_histogram = Histogram(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims for preemption initiated by a single pod",
+            buckets=exponential_buckets(1, 2, 7),
+            registry=registry,
+        )
+        # Registered because SchedulerAsyncPreemption is on by default in v1.37 (metrics.Register).
+        self.preemption_goroutines_duration = Histogram(
+            "scheduler_preemption_goroutines_duration_seconds",
+            "Duration in seconds for running goroutines for the preemption.",
+            ["result"],
+            buckets=exponential_buckets(0.01, 2, 20),
+            registry=registry,
+        )
+        self.preemption_goroutines_total = Counter(
+            "scheduler_preemption_goroutines_execution",
+            "Number of preemption goroutines executed.",
+            ["result"],
+            registry=registry,
+        )
         self.rest_requests = Counter(
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -157,6 +182,16 @@ class SchedulerMetrics(Observer):
         if sli_seconds is not None:
             label = "15+" if attempts >= 15 else str(attempts)
             self.sli_duration.labels(label).observe(sli_seconds)
+
+    def preemption_attempt(self) -> None:
+        self.preemption_attempts.inc()
+
+    def preemption_victims(self, count: int) -> None:
+        self.preemption_victims_histogram.observe(count)
+
+    def preemption_goroutine(self, result: str, seconds: float) -> None:
+        self.preemption_goroutines_duration.labels(result).observe(seconds)
+        self.preemption_goroutines_total.labels(result).inc()
 
     def binding(self, seconds: float, ok: bool) -> None:
         if not ok:

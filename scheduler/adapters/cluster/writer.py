@@ -24,8 +24,10 @@ from urllib.parse import quote
 from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient, events_path, micro_time, pod_path, rfc3339
 from scheduler.core.api import (
     ACTION_BINDING,
+    ACTION_PREEMPTING,
     ACTION_SCHEDULING,
     EVENT_FAILED_SCHEDULING,
+    EVENT_PREEMPTED,
     EVENT_SCHEDULED,
     AlreadyBoundError,
     BindError,
@@ -33,6 +35,7 @@ from scheduler.core.api import (
     WriteError,
 )
 from scheduler.framework.fit_error import truncate_message
+from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.types import PodInfo
 
 log = logging.getLogger("pyscheduler.writer")
@@ -43,6 +46,11 @@ STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 # re-written every refreshTime (tools/events/event_broadcaster.go).
 EVENT_SERIES_FINISH = 6 * 60.0
 EVENT_SERIES_REFRESH = 30 * 60.0
+
+
+class PreemptionCallError(Exception):
+    """A preemption write the API server refused (other than the victim being gone)."""
+
 
 def pod_reference(pod: PodInfo) -> JSON:
     """reference.GetReference(pod): what an event's `regarding` holds."""
@@ -261,13 +269,93 @@ class ClusterWriter:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}"
         self._event(pod, "Normal", EVENT_SCHEDULED, ACTION_BINDING, note)
 
-    def record_failure(self, pod: PodInfo, reason: str, message: str) -> None:
-        """Warning `FailedScheduling` (note truncated to 1024 bytes) + PodScheduled=False with the full message."""
+    def record_failure(
+        self, pod: PodInfo, reason: str, message: str, *, nominated_node_name: str | None = None
+    ) -> None:
+        """Warning `FailedScheduling` (note truncated to 1024 bytes) + PodScheduled=False with the full message,
+        and status.nominatedNodeName in the same patch when `nominated_node_name` is not None ("" clears it)."""
         self._event(pod, "Warning", EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, truncate_message(message))
-        self._condition(pod, reason, message)
+        self._condition(pod, reason, message, nominated_node_name)
 
-    def _event(self, pod: PodInfo, type_: str, reason: str, action: str, note: str) -> None:
-        controller = pod.scheduler_name
+    # ------------------------------------------------------------------ ClusterAPI: preemption
+
+    async def patch_disruption_target(self, victim: PodInfo, message: str) -> bool:
+        """PATCH the victim's status with DisruptionTarget=True reason PreemptionByScheduler (awaited, retried
+        on 5xx/timeouts by the client); False when the pod is gone (404)."""
+        condition: JSON = {
+            "type": DISRUPTION_TARGET,
+            "status": "True",
+            "reason": REASON_PREEMPTION_BY_SCHEDULER,
+            "message": message,
+            "lastTransitionTime": rfc3339(datetime.now(UTC)),
+        }
+        if victim.generation:
+            condition["observedGeneration"] = victim.generation
+        body: JSON = {"status": {"conditions": [condition]}}
+        try:
+            await self.client.request(
+                "PATCH", pod_path(victim.namespace, victim.name, "status"), body=body, content_type=STRATEGIC_MERGE
+            )
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            log.error(
+                "Could not add DisruptionTarget condition due to preemption",
+                extra={"victim": victim.key, "status": exc.status, "error": exc.message},
+            )
+            raise PreemptionCallError(exc.message) from exc
+        self.stats.extra["disruption_targets_patched"] = self.stats.extra.get("disruption_targets_patched", 0) + 1
+        return True
+
+    async def delete_preempted_pod(self, victim: PodInfo) -> bool:
+        """DELETE the victim with its default grace period (never the Eviction API: PDBs were weighed already),
+        on the victim's uid only, so a pod recreated under the same name is never hit; False when gone."""
+        body: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if victim.uid and "/" not in victim.uid:
+            body["preconditions"] = {"uid": victim.uid}
+        try:
+            await self.client.request("DELETE", pod_path(victim.namespace, victim.name), body=body)
+        except ApiError as exc:
+            if exc.status in (404, 409):  # gone, or a different pod by now
+                return False
+            log.error("Tried to preempted pod", extra={"pod": victim.key, "status": exc.status, "error": exc.message})
+            raise PreemptionCallError(exc.message) from exc
+        self.stats.extra["victims_deleted"] = self.stats.extra.get("victims_deleted", 0) + 1
+        return True
+
+    def record_preempted(self, victim: PodInfo, preemptor: PodInfo, note: str) -> None:
+        """Normal `Preempted` event on the victim, reported by the preemptor's scheduler.
+
+        No `related`: upstream passes its preemptor wrapper type, which the recorder cannot reference, so
+        kube-scheduler v1.37's event carries none (shown by tests/e2e/test_preemption_parity.py).
+        """
+        self._event(victim, "Normal", EVENT_PREEMPTED, ACTION_PREEMPTING, note, controller=preemptor.scheduler_name)
+
+    async def clear_nominated_node_name(self, pod: PodInfo) -> None:
+        """PATCH status.nominatedNodeName away (a lower-priority nominee of a preemption's node)."""
+        try:
+            await self.client.request(
+                "PATCH",
+                pod_path(pod.namespace, pod.name, "status"),
+                body={"status": {"nominatedNodeName": None}},
+                content_type=STRATEGIC_MERGE,
+            )
+        except ApiError as exc:
+            if exc.status == 404:
+                return
+            raise PreemptionCallError(exc.message) from exc
+
+    def _event(
+        self,
+        pod: PodInfo,
+        type_: str,
+        reason: str,
+        action: str,
+        note: str,
+        *,
+        controller: str | None = None,
+    ) -> None:
+        controller = controller or pod.scheduler_name
         instance = f"{controller}-{self.hostname}"
         regarding = pod_reference(pod)
         key = (
@@ -316,9 +404,9 @@ class ClusterWriter:
         body = {"series": {"count": entry.count, "lastObservedTime": micro_time(datetime.now(UTC))}}
         return _Write("series", entry.namespace, entry.name, body, f"{entry.namespace}/{entry.name}")
 
-    def _condition(self, pod: PodInfo, reason: str, message: str) -> None:
+    def _condition(self, pod: PodInfo, reason: str, message: str, nominated_node_name: str | None = None) -> None:
         last = self._conditions.get(pod.uid)
-        if last is not None and last[:3] == ("False", reason, message):
+        if last is not None and last[:3] == ("False", reason, message) and nominated_node_name is None:
             self.stats.status_skipped += 1
             return
         # UpdatePodCondition keeps lastTransitionTime when the status itself did not change.
@@ -336,7 +424,15 @@ class ClusterWriter:
         }
         if pod.generation:
             condition["observedGeneration"] = pod.generation  # PodObservedGenerationTracking is GA
-        body: JSON = {"status": {"conditions": [condition]}}  # strategic merge: conditions merge by type
+        status: JSON = {"conditions": [condition]}  # strategic merge: conditions merge by type
+        if nominated_node_name is None:
+            queued = self._status.get(pod.uid)
+            if queued is not None and "nominatedNodeName" in queued.body["status"]:
+                # The newest patch replaces a queued one: keep the nomination the queued one carried.
+                status["nominatedNodeName"] = queued.body["status"]["nominatedNodeName"]
+        else:
+            status["nominatedNodeName"] = nominated_node_name or None  # null removes it
+        body: JSON = {"status": status}
         self._status[pod.uid] = _Write("status", pod.namespace, pod.name, body, pod.key, pod.uid)
         self._status.move_to_end(pod.uid)
         self._wake()

@@ -111,6 +111,13 @@ class ClusterObjects:
     def count(self, kind: str) -> int:
         return len(self._store(kind))
 
+    def copy(self) -> ClusterObjects:
+        """A copy of the store (the object dicts themselves are shared: they are never mutated in place)."""
+        other = ClusterObjects()
+        other._objects = {kind: dict(store) for kind, store in self._objects.items()}
+        other._generations = dict(self._generations)
+        return other
+
     def counts(self) -> dict[str, int]:
         """Objects held per kind (for dumps and metrics)."""
         return {kind: len(store) for kind, store in self._objects.items() if store}

@@ -43,6 +43,7 @@ EVENT_POD_UPDATE = "UnscheduledPodUpdate"
 EVENT_SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 EVENT_BACKOFF_COMPLETE = "BackoffComplete"
 EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+EVENT_FORCE_ACTIVATE = "ForceActivate"
 
 SortKeyFn = Callable[[int, float, int], tuple[Any, ...]]
 PreEnqueueFn = Callable[[PodInfo], Status | None]
@@ -283,6 +284,16 @@ class SchedulingQueue:
             self._deleted_in_flight.add(uid)
             return True
         return False
+
+    def activate(self, uid: str) -> bool:
+        """Move a pod waiting in unschedulable, backoffQ or gated straight to activeQ (upstream Activate:
+        e.g. a preemptor whose asynchronous preemption failed). Return whether it moved."""
+        qpi = self._unschedulable.pop(uid, None) or self._remove_backoff(uid)
+        if qpi is None:
+            qpi = self._gated.get(uid)
+        if qpi is None:
+            return False
+        return self._move_to_active(qpi, EVENT_FORCE_ACTIVATE) == ACTIVE
 
     # -----------------------------------------------------------------------------------------------------
     # Scheduling cycle
