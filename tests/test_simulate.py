@@ -128,6 +128,7 @@ def test_volumes_story() -> None:
     assert placed["shop/db-1"] is None
     assert _messages(result)["shop/db-1"] == (
         "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind."
+        f" preemption: 0/3 nodes are available: 3 {NOT_HELPFUL}."
     )
     objects = result.cluster.objects
     db0 = objects.get(("PersistentVolumeClaim", "shop", "data-db-0"))
