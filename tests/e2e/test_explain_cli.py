@@ -84,7 +84,7 @@ async def test_explain_through_the_running_scheduler(
     access = ["--server", sched.url, "--kubeconfig", str(kubeconfig), "--insecure-skip-tls-verify"]
     code, out, err = await _explain(f"{namespace}/dns", *access)
     assert code == 0, err
-    assert "exp-ports: infeasible" in out
+    assert "1 node(s): NodePorts: node(s) didn't have free ports for the requested pod ports  [exp-ports]" in out
     assert f"host port UDP 0.0.0.0:53 is held by pod {namespace}/holder" in out
 
     code, out, err = await _explain(f"{namespace}/dns", "-o", "json", *access)
@@ -98,7 +98,7 @@ async def test_explain_through_the_running_scheduler(
     # --token instead of a kubeconfig; a wrong one is refused with 401 and a hint.
     token = ["--server", sched.url, "--insecure-skip-tls-verify", "--token"]
     code, out, err = await _explain(f"{namespace}/dns", *token, sched.token)
-    assert code == 0 and "exp-ports: infeasible" in out, err
+    assert code == 0 and "[exp-ports]" in out, err
     code, _, err = await _explain(f"{namespace}/dns", *token, "not-a-token")
     assert code == 1 and "401 Unauthorized" in err and "--token" in err, err
 

@@ -120,14 +120,17 @@ async def _cluster(create_node: NodeFactory, create_pod: PodFactory) -> None:
     await create_pod("holder-n4", scheduler_name="nobody", node_name="parity-n4", requests={"cpu": "100m"})
 
 
-async def _message(api_client: ApiClient, namespace: str, name: str) -> str:
+async def _message(api_client: ApiClient, namespace: str, name: str, prefix: str = "") -> str:
+    """The PodScheduled=False message, once it starts with `prefix` (a scheduler that saw the pod before all
+    nodes reached its cache retries when they arrive: wait for the attempt that saw every node)."""
+
     async def probe() -> str | None:
         pod = await get_pod(api_client, namespace, name)
         assert not pod["spec"].get("nodeName"), (
             f"{name} was bound to {pod['spec']['nodeName']}: the shape must fit nowhere"
         )
         cond = status_condition(pod, "PodScheduled")
-        if cond and cond.get("status") == "False" and cond.get("message"):
+        if cond and cond.get("status") == "False" and str(cond.get("message", "")).startswith(prefix or "0"):
             assert cond.get("reason") == "Unschedulable", cond
             return str(cond["message"])
         return None
@@ -165,9 +168,8 @@ async def test_failure_messages_equal_upstream_kube_scheduler(
         await create_pod(f"{shape}-py", scheduler_name="pyscheduler", **kwargs)
     mismatches = []
     for shape in shapes:
-        upstream = await _message(api_client, namespace, f"{shape}-up")
-        ours = await _message(api_client, namespace, f"{shape}-py")
-        assert upstream.startswith("0/4 nodes are available: "), upstream
+        upstream = await _message(api_client, namespace, f"{shape}-up", "0/4 nodes are available: ")
+        ours = await _message(api_client, namespace, f"{shape}-py", "0/4 nodes are available: ")
         if upstream != ours:
             mismatches.append(f"{shape}:\n  upstream:    {upstream}\n  pyscheduler: {ours}")
         up_note = await _event_note(api_client, namespace, f"{shape}-up")
