@@ -33,6 +33,7 @@ from scheduler.framework.objects import (
     STORAGE_CLASS,
     ObjectLister,
 )
+from scheduler.framework.observer import Observer
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.logging_setup import V2, V4
 from scheduler.plugins import csi_translation as csi
@@ -313,6 +314,8 @@ class VolumeBinder:
         self.pv_cache = PVAssumeCache(handle.objects)
         self.bind_timeout = bind_timeout
         self.check_period = check_period
+        # The scheduler's handle reports metrics through its observer; test handles may have none.
+        self.observer: Observer = getattr(handle, "observer", None) or Observer()
 
     # ------------------------------------------------------------------ PreFilter
 
@@ -363,6 +366,13 @@ class VolumeBinder:
 
     def find_pod_volumes(self, pod: PodInfo, claims: PodVolumeClaims, node: NodeInfo) -> tuple[PodVolumes, list[str]]:
         """FindPodVolumes: the decision for this node, or the reasons it cannot work (StorageError: Error)."""
+        try:
+            return self._find_pod_volumes(claims, node)
+        except StorageError:
+            self.observer.volume_scheduling_stage_error("predicate")
+            raise
+
+    def _find_pod_volumes(self, claims: PodVolumeClaims, node: NodeInfo) -> tuple[PodVolumes, list[str]]:
         volumes = PodVolumes()
         labels = node.node.labels if node.node is not None else {}
         name = node.name
@@ -495,6 +505,13 @@ class VolumeBinder:
     def assume_pod_volumes(self, pod: PodInfo, node_name: str, volumes: PodVolumes) -> bool:
         """AssumePodVolumes: pre-bind the chosen PVs and annotate the claims to provision, in the caches only;
         True when every claim is already fully bound (nothing for PreBind to do)."""
+        try:
+            return self._assume_pod_volumes(pod, node_name, volumes)
+        except StorageError:
+            self.observer.volume_scheduling_stage_error("assume")
+            raise
+
+    def _assume_pod_volumes(self, pod: PodInfo, node_name: str, volumes: PodVolumes) -> bool:
         if self.all_bound(pod):
             return True
         new_bindings: list[BindingInfo] = []
@@ -540,6 +557,13 @@ class VolumeBinder:
     async def bind_pod_volumes(self, pod: PodInfo, volumes: PodVolumes) -> None:
         """BindPodVolumes: write the assumed PVs and claims, then wait (bindTimeoutSeconds) until every claim
         is fully bound. Raises with upstream's message when binding fails, is undone or times out."""
+        try:
+            await self._bind_pod_volumes(pod, volumes)
+        except Exception:
+            self.observer.volume_scheduling_stage_error("bind")
+            raise
+
+    async def _bind_pod_volumes(self, pod: PodInfo, volumes: PodVolumes) -> None:
         bindings = volumes.static_bindings
         claims = [p.pvc for p in volumes.dynamic_provisions]
         await self._bind_api_update(pod, bindings, claims)
