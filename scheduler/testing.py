@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.framework.interface import Binder, WaitingPodView
+from scheduler.framework.interface import Binder, VolumeWriter, WaitingPodView
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import (
@@ -435,6 +435,169 @@ def expr(key: str, operator: str, values: list[str] | None = None) -> JSON:
     return out
 
 
+class PVCBuilder:
+    """Builds a v1 PersistentVolumeClaim dict: ``make_pvc("data").storage_class("local").request("5Gi")``."""
+
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self._obj: JSON = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-pvc-{namespace}-{name}-{next(_uid)}"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+            "status": {"phase": "Pending"},
+        }
+
+    def storage_class(self, name: str) -> PVCBuilder:
+        self._obj["spec"]["storageClassName"] = name
+        return self
+
+    def request(self, storage: str) -> PVCBuilder:
+        self._obj["spec"]["resources"] = {"requests": {"storage": storage}}
+        return self
+
+    def access_modes(self, *modes: str) -> PVCBuilder:
+        self._obj["spec"]["accessModes"] = list(modes)
+        return self
+
+    def annotation(self, key: str, value: str) -> PVCBuilder:
+        self._obj["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
+    def bound_to(self, pv_name: str) -> PVCBuilder:
+        """Fully bound, as the PV controller leaves a claim: volumeName, bind-completed, phase Bound."""
+        self._obj["spec"]["volumeName"] = pv_name
+        self._obj["status"]["phase"] = "Bound"
+        return self.annotation("pv.kubernetes.io/bind-completed", "yes")
+
+    def owner_pod(self, name: str, uid: str) -> PVCBuilder:
+        """Controlled by a pod (a generic ephemeral volume's claim)."""
+        self._obj["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid, "controller": True}
+        ]
+        return self
+
+    def obj(self) -> JSON:
+        return copy.deepcopy(self._obj)
+
+
+class PVBuilder:
+    """Builds a v1 PersistentVolume dict: ``make_pv("pv-1").capacity("10Gi").on_node("n1")``."""
+
+    def __init__(self, name: str) -> None:
+        self._obj: JSON = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": name, "uid": f"uid-pv-{name}-{next(_uid)}"},
+            "spec": {
+                "capacity": {"storage": "10Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "volumeMode": "Filesystem",
+                "local": {"path": f"/mnt/{name}"},
+            },
+            "status": {"phase": "Available"},
+        }
+
+    def capacity(self, storage: str) -> PVBuilder:
+        self._obj["spec"]["capacity"] = {"storage": storage}
+        return self
+
+    def storage_class(self, name: str) -> PVBuilder:
+        self._obj["spec"]["storageClassName"] = name
+        return self
+
+    def access_modes(self, *modes: str) -> PVBuilder:
+        self._obj["spec"]["accessModes"] = list(modes)
+        return self
+
+    def node_affinity(self, key: str, *values: str) -> PVBuilder:
+        """A required node affinity term `key In values` (one term; call once)."""
+        expression = {"key": key, "operator": "In", "values": list(values)}
+        self._obj["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}}
+        return self
+
+    def on_node(self, node: str) -> PVBuilder:
+        """A local PV: node affinity on kubernetes.io/hostname."""
+        return self.node_affinity("kubernetes.io/hostname", node)
+
+    def labels(self, **labels: str) -> PVBuilder:
+        self._obj["metadata"].setdefault("labels", {}).update(labels)
+        return self
+
+    def label(self, key: str, value: str) -> PVBuilder:
+        self._obj["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def csi(self, driver: str, handle: str | None = None) -> PVBuilder:
+        self._obj["spec"].pop("local", None)
+        self._obj["spec"]["csi"] = {"driver": driver, "volumeHandle": handle or self._obj["metadata"]["name"]}
+        return self
+
+    def source(self, **source: Any) -> PVBuilder:
+        """Replace the volume source (e.g. gcePersistentDisk={...})."""
+        self._obj["spec"].pop("local", None)
+        self._obj["spec"].update(source)
+        return self
+
+    def bound_to(self, claim: JSON) -> PVBuilder:
+        """Bound to the claim (claimRef with its uid), phase Bound."""
+        meta = claim["metadata"]
+        self._obj["spec"]["claimRef"] = {
+            "kind": "PersistentVolumeClaim",
+            "apiVersion": "v1",
+            "namespace": meta["namespace"],
+            "name": meta["name"],
+            "uid": meta.get("uid", ""),
+        }
+        self._obj["status"]["phase"] = "Bound"
+        return self
+
+    def obj(self) -> JSON:
+        return copy.deepcopy(self._obj)
+
+
+def make_pvc(name: str, namespace: str = "default") -> PVCBuilder:
+    return PVCBuilder(name, namespace)
+
+
+def make_pv(name: str) -> PVBuilder:
+    return PVBuilder(name)
+
+
+def storage_class(
+    name: str,
+    mode: str = "WaitForFirstConsumer",
+    provisioner: str = "kubernetes.io/no-provisioner",
+    allowed_topologies: list[JSON] | None = None,
+) -> JSON:
+    """A storage.k8s.io/v1 StorageClass dict."""
+    obj: JSON = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": mode,
+        "reclaimPolicy": "Delete",
+    }
+    if allowed_topologies is not None:
+        obj["allowedTopologies"] = allowed_topologies
+    return obj
+
+
+def csi_node(name: str, drivers: dict[str, int | None], migrated_plugins: str = "") -> JSON:
+    """A storage.k8s.io/v1 CSINode: driver name -> allocatable count (None: no limit)."""
+    entries: list[JSON] = []
+    for driver, count in drivers.items():
+        entry: JSON = {"name": driver, "nodeID": name}
+        if count is not None:
+            entry["allocatable"] = {"count": count}
+        entries.append(entry)
+    meta: JSON = {"name": name}
+    if migrated_plugins:
+        meta["annotations"] = {"storage.alpha.kubernetes.io/migrated-plugins": migrated_plugins}
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": meta, "spec": {"drivers": entries}}
+
+
 def make_pod(name: str = "pod", namespace: str = "default") -> PodBuilder:
     return PodBuilder(name, namespace)
 
@@ -482,6 +645,18 @@ class StaticHandle:
 
     def reject_waiting_pod(self, uid: str) -> bool:
         return False
+
+    @property
+    def cluster_objects(self) -> ClusterObjects:
+        """The store behind `objects`, for tests that change objects between calls."""
+        return self._objects
+
+    @property
+    def volume_writer(self) -> VolumeWriter:
+        raise NotImplementedError("plugin unit tests do not write volumes")
+
+    def pod_exists(self, uid: str) -> bool:
+        return True
 
 
 def node_info(node: NodeBuilder, *pods: PodBuilder) -> NodeInfo:

@@ -116,6 +116,44 @@ def test_placement_factors_story() -> None:
     }
 
 
+def test_volumes_story() -> None:
+    """Local PVs and a zonal provisioning class: db-0 lands on the node of the only PV large enough, the cache
+    claim is provisioned in zone a, db-1 finds no PV; claims and PVs end bound to each other, as a PV
+    controller and a provisioner would leave them."""
+    result = _run_example("volumes.yaml")
+    assert result.cluster is not None
+    placed = _placements(result)
+    assert placed["shop/db-0"] == "node-c"
+    assert placed["shop/cache-0"] in ("node-a", "node-b")
+    assert placed["shop/db-1"] is None
+    assert _messages(result)["shop/db-1"] == (
+        "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind."
+        f" preemption: 0/3 nodes are available: 3 {NOT_HELPFUL}."
+    )
+    objects = result.cluster.objects
+    db0 = objects.get(("PersistentVolumeClaim", "shop", "data-db-0"))
+    pv = objects.get(("PersistentVolume", "", "local-pv-c"))
+    assert db0 is not None and pv is not None
+    assert db0["spec"]["volumeName"] == "local-pv-c" and db0["status"]["phase"] == "Bound"
+    assert pv["spec"]["claimRef"]["name"] == "data-db-0" and pv["status"]["phase"] == "Bound"
+    cache = objects.get(("PersistentVolumeClaim", "shop", "cache"))
+    assert cache is not None and cache["status"]["phase"] == "Bound"
+    provisioned = objects.get(("PersistentVolume", "", cache["spec"]["volumeName"]))
+    assert provisioned is not None and provisioned["spec"]["claimRef"]["name"] == "cache"
+    terms = provisioned["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    assert terms[0]["matchExpressions"][0]["values"] == [placed["shop/cache-0"]]
+    db1 = objects.get(("PersistentVolumeClaim", "shop", "data-db-1"))
+    assert db1 is not None and "volumeName" not in db1["spec"]
+    small = objects.get(("PersistentVolume", "", "local-pv-a"))
+    assert small is not None and "claimRef" not in small["spec"]
+    expl = result.explain("shop", "db-1")
+    details = {v.node: [d.text for plugin, d in v.details if plugin == "VolumeBinding"] for v in expl.nodes}
+    assert details["node-a"] == [
+        "claim shop/data-db-1: no available PersistentVolume of class 'local-storage' fits it on this node; "
+        "StorageClass 'local-storage' cannot provision (provisioner 'kubernetes.io/no-provisioner')"
+    ]
+
+
 def test_json_output_shape(capsys: pytest.CaptureFixture[str]) -> None:
     """--output json prints exactly {"pods": [{"namespace","name","node","message","preemptedBy"}],
     "preemptions": [...]}."""

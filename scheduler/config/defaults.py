@@ -33,8 +33,10 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("NodeAffinity", 2),
     PluginRef("NodePorts"),
     PluginRef("NodeResourcesFit", 1),
-    # Upstream: VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone go here, before
-    # PodTopologySpread.
+    PluginRef("VolumeRestrictions"),
+    PluginRef("NodeVolumeLimits"),
+    PluginRef("VolumeBinding"),
+    PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
     # [DynamicResources(2)] goes here upstream.

@@ -6,7 +6,8 @@ decision: only where the binding and the events go differs.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from scheduler.framework.types import PodInfo
 
@@ -32,11 +33,29 @@ class PodGoneError(BindError):
     """404: the pod was deleted meanwhile; it leaves the queue."""
 
 
+class WriteError(Exception):
+    """A write other than a bind failed (a PV or PVC update); the message is the API server's."""
+
+
 class ClusterAPI(Protocol):
     """Writes to the cluster. Implementations must time out every call and never block the loop forever."""
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         """POST pods/binding; raise AlreadyBoundError, PodGoneError or BindError."""
+        ...
+
+    async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT persistentvolumes/<name> (VolumeBinding pre-binds a PV to a claim); the stored object.
+
+        Raise WriteError with the API server's message when the update is refused or times out.
+        """
+        ...
+
+    async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT persistentvolumeclaims/<name> (VolumeBinding sets the selected-node annotation); the stored object.
+
+        Raise WriteError with the API server's message when the update is refused or times out.
+        """
         ...
 
     def record_scheduled(self, pod: PodInfo, node_name: str) -> None:

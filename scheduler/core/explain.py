@@ -308,6 +308,15 @@ def _explain_preemption(
     and its message as the end of the FailedScheduling message (diagnosis.post_filter_msg)."""
     if pod.node_name:
         return
+    stand_in = fwk.dra_post_filter_error(state) if fwk.has_post_filter_plugins() else None
+    if stand_in is not None:  # upstream's DynamicResources PostFilter fails first: no preemption is tried
+        diagnosis.post_filter_msg = stand_in.message()
+        expl.preemption = PreemptionView(
+            "error",
+            f"preemption is not tried: {stand_in.plugin}'s PostFilter fails first with {stand_in.message()!r} "
+            "(its PreFilter did not run after the PreFilter rejection)",
+        )
+        return
     plugin = next((p for p in fwk.post_filter if isinstance(p, DefaultPreemption)), None)
     if plugin is None:
         return

@@ -122,6 +122,14 @@ class SchedulerHandle:
     def seed(self) -> int | None:
         return self._scheduler.seed
 
+    @property
+    def volume_writer(self) -> ClusterAPI:
+        return self._scheduler.api
+
+    def pod_exists(self, uid: str) -> bool:
+        s = self._scheduler
+        return uid in s.pending or s.cache.get_pod(uid) is not None
+
 
 class ExplainHandle:
     """A Handle over private copies, for an explanation computed off the scheduling loop (a worker thread).
@@ -190,6 +198,13 @@ class ExplainHandle:
     @property
     def seed(self) -> int | None:
         return self._seed
+
+    @property
+    def volume_writer(self) -> ClusterAPI:
+        raise RuntimeError("an explanation never writes volumes")
+
+    def pod_exists(self, uid: str) -> bool:
+        return uid in self._pods
 
 
 class Scheduler:

@@ -41,33 +41,11 @@ class Finding:
     field: str
 
 
-def _volume_source(*sources: str) -> Check:
-    wanted = frozenset(sources)
-
-    def check(pod: PodInfo) -> str | None:
-        for vol in pod.volumes:
-            for source in vol:
-                if source in wanted:
-                    return f"volume {vol.get('name')!r} (spec.volumes[].{source})"
-        return None
-
-    return check
-
-
 def _resource_claims(pod: PodInfo) -> str | None:
     return "spec.resourceClaims" if pod.resource_claims else None
 
 
-# In-tree volume sources NodeVolumeLimits translates to CSI (csi-translation-lib IsInlineMigratable).
-_MIGRATABLE_INLINE = ("gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "azureFile", "cinder", "vsphereVolume",
-                      "portworxVolume")
-
 UNSUPPORTED: Final[tuple[UnsupportedFeature, ...]] = (
-    UnsupportedFeature("persistentVolumeClaim", "VolumeBinding", _volume_source("persistentVolumeClaim")),
-    UnsupportedFeature("ephemeralVolume", "VolumeBinding", _volume_source("ephemeral")),
-    UnsupportedFeature("inTreeDiskVolume", "VolumeRestrictions", _volume_source("gcePersistentDisk",
-                       "awsElasticBlockStore", "iscsi", "rbd")),
-    UnsupportedFeature("migratableInlineVolume", "NodeVolumeLimits", _volume_source(*_MIGRATABLE_INLINE)),
     UnsupportedFeature("resourceClaims", "DynamicResources", _resource_claims),
 )
 """Every field upstream's default profile (v1.37) evaluates that pyscheduler may lack a plugin for."""

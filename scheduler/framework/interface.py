@@ -153,6 +153,18 @@ class Binder(Protocol):
     async def bind(self, pod: PodInfo, node_name: str) -> Status | None: ...
 
 
+class VolumeWriter(Protocol):
+    """The PV and PVC writes VolumeBinding's PreBind makes: full updates (PUT), as upstream's binder does.
+
+    Each returns the object as the API server stored it; implementations time out every call and raise on
+    failure with the API server's message (which becomes the pod's failure message).
+    """
+
+    async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
 class WaitingPodView(Protocol):
     """A pod parked at Permit (upstream framework.WaitingPod): allow or reject it from any plugin code."""
 
@@ -186,7 +198,8 @@ class Handle(Protocol):
     - `snapshot()`: the snapshot of the running scheduling cycle (read-only);
     - `binder`: the write DefaultBinder uses;
     - `objects`: Namespaces, PVCs, ConfigMaps... of the kinds the plugin declared in `object_kinds`;
-    - waiting pods: Permit plugins that return WAIT find their pods again here to allow or reject them.
+    - waiting pods: Permit plugins that return WAIT find their pods again here to allow or reject them;
+    - `volume_writer` and `pod_exists`: VolumeBinding's PreBind writes PVs/PVCs and stops once its pod is gone.
     """
 
     def snapshot(self) -> Snapshot: ...
@@ -203,6 +216,13 @@ class Handle(Protocol):
 
     def reject_waiting_pod(self, uid: str) -> bool:
         """Reject a waiting pod (as upstream RejectWaitingPod); False when it was not waiting."""
+        ...
+
+    @property
+    def volume_writer(self) -> VolumeWriter: ...
+
+    def pod_exists(self, uid: str) -> bool:
+        """Whether the scheduler still knows the pod (upstream's pod lister Get): False once it was deleted."""
         ...
 
 

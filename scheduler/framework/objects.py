@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 JSON = dict[str, Any]
+ObjectKeys = list[tuple[str, str]]
 
 NAMESPACE: Final = "Namespace"
 SERVICE: Final = "Service"
@@ -105,4 +106,9 @@ class ObjectLister(Protocol):
 
     def generation(self, kind: str) -> int:
         """A counter that grows whenever an object of the kind changes (for plugins that cache derived data)."""
+        ...
+
+    def changed_since(self, kind: str, generation: int) -> ObjectKeys | None:
+        """(namespace, name) of the objects of the kind that changed after `generation` (oldest first, possibly
+        repeated), or None when that is no longer known (the caller then rebuilds from `list`)."""
         ...

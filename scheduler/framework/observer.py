@@ -52,6 +52,10 @@ class Observer:
     def plugin_error(self, plugin: str, point: str) -> None:
         """pyscheduler_plugin_errors_total{plugin,extension_point}: a plugin raised or returned garbage."""
 
+    def volume_scheduling_stage_error(self, operation: str) -> None:
+        """scheduler_volume_scheduling_stage_error_total{operation}: VolumeBinding's binder failed to find
+        volumes for a node ("predicate"), to assume them ("assume") or to bind them ("bind")."""
+
     def preemption_attempt(self) -> None:
         """scheduler_preemption_attempts_total: one PostFilter run of DefaultPreemption."""
 

@@ -42,6 +42,7 @@ class Snapshot:
         "node_image_states",
         "node_info_list",
         "node_info_map",
+        "used_pvc_counts",
     )
 
     def __init__(self) -> None:
@@ -52,6 +53,10 @@ class Snapshot:
         # keeps the counts of its last clone, see Cache.update_snapshot).
         self.image_states: ImageStates = {}
         self.node_image_states: dict[str, ImageStates] = {}
+        # "namespace/claim" -> pods on the snapshot's nodes using the claim through a persistentVolumeClaim
+        # volume (upstream usedPVCRefCounts, for VolumeRestrictions' ReadWriteOncePod check); kept up to
+        # date by Cache.update_snapshot from each changed NodeInfo's pvc_ref_counts.
+        self.used_pvc_counts: dict[str, int] = {}
         self.generation = 0
         # Kept by Cache.update_snapshot: the names node_info_list was built from (and that list), plus a
         # lazily built name -> position index, so an unchanged node order is patched instead of remapped.
@@ -72,6 +77,7 @@ class Snapshot:
         snap.node_info_list = list(infos)
         snap.node_info_map = {n.name: n for n in infos}
         snap.set_image_states(count_image_states(infos) if image_states is None else image_states)
+        snap.recount_pvcs()
         return snap
 
     def set_image_states(self, states: ImageStates) -> None:
@@ -82,6 +88,28 @@ class Snapshot:
     def images_of(self, node: NodeInfo) -> ImageStates:
         """The image states ImageLocality uses for a node of this snapshot."""
         return self.node_image_states.get(node.name, self.image_states)
+
+    def recount_pvcs(self) -> None:
+        """Recompute used_pvc_counts from every node's pvc_ref_counts."""
+        counts: dict[str, int] = {}
+        for info in self.node_info_map.values():
+            for key, n in info.pvc_ref_counts.items():
+                counts[key] = counts.get(key, 0) + n
+        self.used_pvc_counts = counts
+
+    def count_pvcs(self, info: NodeInfo, sign: int) -> None:
+        """Add (sign 1) or remove (sign -1) one node's claim references to used_pvc_counts."""
+        counts = self.used_pvc_counts
+        for key, n in info.pvc_ref_counts.items():
+            left = counts.get(key, 0) + sign * n
+            if left > 0:
+                counts[key] = left
+            else:
+                counts.pop(key, None)
+
+    def is_pvc_used_by_pods(self, key: str) -> bool:
+        """IsPVCUsedByPods: some pod on a node of the snapshot uses the claim "namespace/name"."""
+        return self.used_pvc_counts.get(key, 0) > 0
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
@@ -104,8 +132,10 @@ class Snapshot:
         snap.node_info_map = dict(self.node_info_map)
         snap.image_states = self.image_states
         snap.node_image_states = self.node_image_states
+        snap.used_pvc_counts = self.used_pvc_counts
         snap._list_index = index
         recount = False
+        pvc_moves: list[tuple[NodeInfo, NodeInfo]] = []
         for name, info in replacements.items():
             i = index.get(name)
             if i is None:
@@ -116,7 +146,14 @@ class Snapshot:
             old_images = old.node.images if old.node is not None else {}
             new_images = info.node.images if info.node is not None else {}
             recount |= old_images.keys() != new_images.keys()
+            if old.pvc_ref_counts != info.pvc_ref_counts:
+                pvc_moves.append((old, info))
         if recount:  # a what-if changed some node's images: count afresh for every node
             snap.set_image_states(count_image_states(snap.node_info_list))
+        if pvc_moves:  # the claim counts are shared with the original until a replacement changes them
+            snap.used_pvc_counts = dict(self.used_pvc_counts)
+            for old, info in pvc_moves:
+                snap.count_pvcs(old, -1)
+                snap.count_pvcs(info, 1)
         snap.changed = self.changed | frozenset(n for n in replacements if n in index)
         return snap

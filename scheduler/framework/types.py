@@ -298,6 +298,7 @@ class PodInfo:
     topology_spread_constraints: tuple[JSON, ...] = ()
     volumes: tuple[JSON, ...] = ()  # spec.volumes that a scheduler plugin looks at (not configMap, secret, ...)
     pvc_names: tuple[str, ...] = ()  # claims the pod uses: persistentVolumeClaim.claimName and "<pod>-<volume>"
+    claim_names: tuple[str, ...] = ()  # persistentVolumeClaim.claimName only (upstream PodPVCKeys)
     resource_claims: tuple[JSON, ...] = ()
     has_pod_affinity: bool = False  # spec.affinity.podAffinity or podAntiAffinity is set (PodsWithAffinity)
     has_required_anti_affinity: bool = False  # required podAntiAffinity terms (PodsWithRequiredAntiAffinity)
@@ -509,15 +510,18 @@ def _tolerations(raw: Any) -> tuple[Toleration, ...]:
 _IGNORED_VOLUME_SOURCES = frozenset({"configMap", "secret", "downwardAPI", "projected", "emptyDir"})
 
 
-def _volumes(spec: Mapping[str, Any], pod_name: str) -> tuple[tuple[JSON, ...], tuple[str, ...]]:
-    """(volumes a plugin may check, claim names the pod uses) from spec.volumes."""
+def _volumes(
+    spec: Mapping[str, Any], pod_name: str
+) -> tuple[tuple[JSON, ...], tuple[str, ...], tuple[str, ...]]:
+    """(volumes a plugin may check, claim names the pod uses, persistentVolumeClaim claim names only)."""
     raw = spec.get("volumes")
     if not raw:
-        return (), ()
+        return (), (), ()
     if not isinstance(raw, list):
         raise ParseError(f"spec.volumes: expected a list, got {type(raw).__name__}")
     kept: list[JSON] = []
     claims: list[str] = []
+    pvc_sources: list[str] = []
     for i, vol in enumerate(raw):
         if not isinstance(vol, dict):
             raise ParseError(f"spec.volumes[{i}]: expected an object")
@@ -528,9 +532,10 @@ def _volumes(spec: Mapping[str, Any], pod_name: str) -> tuple[tuple[JSON, ...], 
         pvc = vol.get("persistentVolumeClaim")
         if isinstance(pvc, dict) and pvc.get("claimName"):
             claims.append(str(pvc["claimName"]))
+            pvc_sources.append(str(pvc["claimName"]))
         elif vol.get("ephemeral") is not None:
             claims.append(f"{pod_name}-{vol.get('name')}")  # ephemeral.VolumeClaimName
-    return tuple(kept), tuple(claims)
+    return tuple(kept), tuple(claims), tuple(pvc_sources)
 
 
 def _image_volumes(spec: Mapping[str, Any]) -> tuple[str, ...]:
@@ -597,7 +602,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     status = obj.get("status") or {}
     if not isinstance(status, dict):
         status = {}
-    volumes, pvc_names = _volumes(spec, str(meta["name"]))
+    volumes, pvc_names, claim_names = _volumes(spec, str(meta["name"]))
     spread = spec.get("topologySpreadConstraints") or []
     if not isinstance(spread, list) or not all(isinstance(c, dict) for c in spread):
         raise ParseError("spec.topologySpreadConstraints: expected a list of objects")
@@ -647,6 +652,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         topology_spread_constraints=tuple(spread),
         volumes=volumes,
         pvc_names=pvc_names,
+        claim_names=claim_names,
         resource_claims=tuple(claims),
         has_pod_affinity=has_affinity,
         has_required_anti_affinity=required_anti,
@@ -751,7 +757,8 @@ class NodeInfo:
         # PodsWithRequiredAntiAffinity), so InterPodAffinity need not look at every pod of every node.
         self.pods_with_affinity: dict[str, PodInfo] = {}
         self.pods_with_required_anti_affinity: dict[str, PodInfo] = {}
-        self.pvc_ref_counts: dict[str, int] = {}  # "namespace/claim" -> pods on this node using it
+        # "namespace/claim" -> pods on this node using it through a persistentVolumeClaim volume (PodPVCKeys)
+        self.pvc_ref_counts: dict[str, int] = {}
         self.generation = 0
         # Per-node results of plugins keyed by (plugin, pod shape); valid while the pods stay the same.
         # A clone starts empty and add_pod/remove_pod clear it, so a changed node is always recomputed.
@@ -787,9 +794,9 @@ class NodeInfo:
             self.pods_with_affinity[pod.uid] = pod
         if pod.has_required_anti_affinity:
             self.pods_with_required_anti_affinity[pod.uid] = pod
-        if pod.pvc_names:
+        if pod.claim_names:
             counts = self.pvc_ref_counts
-            for claim in pod.pvc_names:
+            for claim in pod.claim_names:
                 key = f"{pod.namespace}/{claim}"
                 counts[key] = counts.get(key, 0) + 1
 
@@ -811,9 +818,9 @@ class NodeInfo:
             self.used_ports.remove(hp)
         self.pods_with_affinity.pop(uid, None)
         self.pods_with_required_anti_affinity.pop(uid, None)
-        if pod.pvc_names:
+        if pod.claim_names:
             counts = self.pvc_ref_counts
-            for claim in pod.pvc_names:
+            for claim in pod.claim_names:
                 key = f"{pod.namespace}/{claim}"
                 left = counts.get(key, 0) - 1
                 if left > 0:

@@ -29,10 +29,14 @@ from scheduler.plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     queue_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 
@@ -60,6 +64,10 @@ REGISTRY: dict[str, PluginSpec] = {
     node_resources_fit.NAME: PluginSpec(
         node_resources_fit.NodeResourcesFit, node_resources_fit.NodeResourcesFit, node_resources_fit.parse_args
     ),
+    volume_restrictions.NAME: _no_args(volume_restrictions.VolumeRestrictions, volume_restrictions.new),
+    node_volume_limits.NAME: _no_args(node_volume_limits.NodeVolumeLimits, node_volume_limits.new),
+    volume_binding.NAME: PluginSpec(volume_binding.VolumeBinding, volume_binding.new, volume_binding.parse_args),
+    volume_zone.NAME: _no_args(volume_zone.VolumeZone, volume_zone.new),
     node_resources_balanced_allocation.NAME: PluginSpec(
         node_resources_balanced_allocation.NodeResourcesBalancedAllocation,
         node_resources_balanced_allocation.NodeResourcesBalancedAllocation,

@@ -21,6 +21,7 @@ from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.metrics import SchedulerMetrics, exponential_buckets
 from scheduler.adapters.cluster.run import metrics_registry
 from scheduler.adapters.memory import MemoryCluster
+from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.clock import FakeClock
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
@@ -59,11 +60,13 @@ UPSTREAM_BUCKETS = {
 class Env:
     """MemoryCluster + scheduler with SchedulerMetrics as its observer + the registry /metrics serves."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: SchedulerConfiguration | None = None) -> None:
         self.cluster = MemoryCluster()
         self.clock = FakeClock()
         self.metrics = SchedulerMetrics(CollectorRegistry())
-        self.scheduler: Scheduler = build_scheduler(self.cluster, None, clock=self.clock, seed=0, observer=self.metrics)
+        self.scheduler: Scheduler = build_scheduler(
+            self.cluster, config, clock=self.clock, seed=0, observer=self.metrics
+        )
         self.cluster.attach(self.scheduler)
         self.registry = metrics_registry(self.scheduler, self.metrics)
 
@@ -340,3 +343,41 @@ async def test_preemption_metrics_count_attempts_victims_and_background_runs() -
     assert env.value("scheduler_preemption_goroutines_execution_total", result="success") == 1
     assert env.value("scheduler_preemption_goroutines_duration_seconds_count", result="success") == 1
     assert env.cluster.node_of(uid(preemptor)) == "n-preempt"
+
+
+async def test_volume_scheduling_stage_errors() -> None:
+    """VolumeBinding's metrics as upstream registers them: scheduler_volume_scheduling_stage_error_total counts
+    a binding that timed out under operation "bind"; scheduler_volume_binder_cache_requests_total is exposed
+    (upstream registers it and never increments it)."""
+    from scheduler.config.load import load_config
+    from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
+    from scheduler.testing import make_pvc, storage_class
+
+    raw = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": PROFILE,
+                "pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 1}}],
+            }
+        ],
+    }
+    env = Env(load_config(raw, REGISTRY.keys(), parse_plugin_args, implements=implements))
+    env.cluster.apply_node(make_node("n1").obj())
+    env.cluster.provisioning = False  # the provisioner never answers: PreBind times out (bindTimeoutSeconds)
+    env.cluster.apply_object(storage_class("slow", provisioner="csi.example.com"))
+    env.cluster.apply_object(make_pvc("data").storage_class("slow").obj())
+    pod = make_pod("db").pvc("data").obj()
+    env.cluster.apply_pod(pod)
+    assert env.value("scheduler_volume_scheduling_stage_error_total", operation="bind") is None
+    await env.scheduler.run_until_idle(advance=None)  # one attempt, no retry
+    assert env.value("scheduler_volume_scheduling_stage_error_total", operation="bind") == 1
+    assert env.value("scheduler_volume_scheduling_stage_error_total", operation="predicate") is None
+    text = env.text()
+    assert "# TYPE scheduler_volume_scheduling_stage_error_total counter" in text
+    assert "# TYPE scheduler_volume_binder_cache_requests_total counter" in text
+    env.cluster.provisioning = True
+    await env.settle()
+    assert env.cluster.node_of(uid(pod)) == "n1"
+    assert env.value("scheduler_volume_scheduling_stage_error_total", operation="bind") == 1

@@ -46,11 +46,14 @@ BUILD_COMMAND = "bash tests/cluster/build.sh"
 #: kube-controller-manager controllers the e2e tests need. Not nodelifecycle: without kubelets it would taint
 #: every node NotReady after the grace period. serviceaccount creates each namespace's "default"
 #: ServiceAccount, which the ServiceAccount admission plugin requires before a pod can be created.
+#: persistentvolume-binder is the PV controller: it binds claims to PVs (the ones a scheduler pre-bound, and
+#: Immediate claims), and hands WaitForFirstConsumer claims with a selected node to their provisioner.
 DEFAULT_CONTROLLERS: tuple[str, ...] = (
     "daemonset",
     "deployment",
     "replicaset",
     "statefulset",
+    "persistentvolume-binder",
     "job",
     "garbagecollector",
     "namespace",
@@ -404,25 +407,31 @@ class ControlPlane:
         return process
 
     def start_kube_scheduler(
-        self, *, qps: float = 50.0, burst: int = 100, extra_args: Sequence[str] = ()
+        self,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        extra_args: Sequence[str] = (),
+        profiles: Sequence[Mapping[str, Any]] | None = None,
     ) -> ManagedProcess:
         """Starts the upstream kube-scheduler (default profile, leader election off) and waits for /readyz.
 
-        Stop it with ``stop_process("kube-scheduler")`` to run another scheduler against the same cluster.
+        `profiles` replaces the configuration's profiles (e.g. to give VolumeBinding a short
+        bindTimeoutSeconds through pluginConfig). Stop it with ``stop_process("kube-scheduler")`` to run
+        another scheduler against the same cluster.
         """
         self.check_binaries(["kube-scheduler"])
         port = free_port()
         config = self.work_dir / "kube-scheduler.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "kubescheduler.config.k8s.io/v1",
-                    "kind": "KubeSchedulerConfiguration",
-                    "clientConnection": {"kubeconfig": str(self.kubeconfig), "qps": qps, "burst": burst},
-                    "leaderElection": {"leaderElect": False},
-                }
-            )
-        )
+        document: dict[str, Any] = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": str(self.kubeconfig), "qps": qps, "burst": burst},
+            "leaderElection": {"leaderElect": False},
+        }
+        if profiles is not None:
+            document["profiles"] = [dict(p) for p in profiles]
+        config.write_text(yaml.safe_dump(document))
         argv = [
             str(self.binary("kube-scheduler")),
             f"--config={config}",

@@ -23,7 +23,12 @@ from scheduler.plugins import (
     node_ports,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     taint_toleration,
+    volume_binder,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 from tests.cluster.harness import pinned_release
 
@@ -53,6 +58,18 @@ REASONS = [
     (node_resources_fit.REASON_INSUFFICIENT_MEMORY, f"{PLUGINS}/noderesources/fit.go"),
     (node_resources_fit.REASON_INSUFFICIENT_EPHEMERAL_STORAGE, f"{PLUGINS}/noderesources/fit.go"),
     (fit_error.ERR_NO_NODES_AVAILABLE, "pkg/scheduler/scheduler.go"),
+    (volume_binding.ERR_REASON_UNBOUND_IMMEDIATE, f"{PLUGINS}/volumebinding/volume_binding.go"),
+    (volume_binder.ERR_REASON_NODE_CONFLICT, f"{PLUGINS}/volumebinding/binder.go"),
+    (volume_binder.ERR_REASON_BIND_CONFLICT, f"{PLUGINS}/volumebinding/binder.go"),
+    (volume_binder.ERR_REASON_NOT_ENOUGH_SPACE, f"{PLUGINS}/volumebinding/binder.go"),
+    (volume_binder.ERR_REASON_PV_NOT_EXIST, f"{PLUGINS}/volumebinding/binder.go"),
+    (volume_restrictions.ERR_REASON_DISK_CONFLICT, f"{PLUGINS}/volumerestrictions/volume_restrictions.go"),
+    (
+        volume_restrictions.ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
+        f"{PLUGINS}/volumerestrictions/volume_restrictions.go",
+    ),
+    (volume_zone.ERR_REASON_CONFLICT, f"{PLUGINS}/volumezone/volume_zone.go"),
+    (node_volume_limits.ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, f"{PLUGINS}/nodevolumelimits/csi.go"),
 ]
 
 

@@ -20,22 +20,6 @@ JSON = dict[str, Any]
 
 # Every guard entry, with a pod that uses the field. All entries of UNSUPPORTED must appear here.
 CASES: list[tuple[str, PodBuilder, str]] = [
-    ("persistentVolumeClaim", make_pod("p").pvc("data"), "volume 'data' (spec.volumes[].persistentVolumeClaim)"),
-    (
-        "ephemeralVolume",
-        make_pod("p").volume("scratch", ephemeral={"volumeClaimTemplate": {"spec": {}}}),
-        "volume 'scratch' (spec.volumes[].ephemeral)",
-    ),
-    (
-        "inTreeDiskVolume",
-        make_pod("p").volume("disk", iscsi={"iqn": "iqn.x", "targetPortal": "1.2.3.4", "lun": 0}),
-        "volume 'disk' (spec.volumes[].iscsi)",
-    ),
-    (
-        "migratableInlineVolume",
-        make_pod("p").volume("disk", azureDisk={"diskName": "d", "diskURI": "u"}),
-        "volume 'disk' (spec.volumes[].azureDisk)",
-    ),
     ("resourceClaims", make_pod("p").resource_claim("gpu"), "spec.resourceClaims"),
 ]
 

@@ -23,40 +23,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 # A pod spec fragment per feature, valid for the API server's validation.
 SPECS: dict[str, tuple[dict[str, Any], str]] = {
-    "persistentVolumeClaim": (
-        {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]},
-        "volume 'data' (spec.volumes[].persistentVolumeClaim)",
-    ),
-    "ephemeralVolume": (
-        {
-            "volumes": [
-                {
-                    "name": "scratch",
-                    "ephemeral": {
-                        "volumeClaimTemplate": {
-                            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
-                        }
-                    },
-                }
-            ]
-        },
-        "volume 'scratch' (spec.volumes[].ephemeral)",
-    ),
-    "inTreeDiskVolume": (
-        {
-            "volumes": [
-                {
-                    "name": "disk",
-                    "iscsi": {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.2001-04.com.example:disk1", "lun": 0},
-                }
-            ]
-        },
-        "volume 'disk' (spec.volumes[].iscsi)",
-    ),
-    "migratableInlineVolume": (
-        {"volumes": [{"name": "disk", "gcePersistentDisk": {"pdName": "my-disk"}}]},
-        "volume 'disk' (spec.volumes[].gcePersistentDisk)",
-    ),
     "resourceClaims": (
         {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}]},
         "spec.resourceClaims",

@@ -6,12 +6,17 @@ credential is a token minted through the TokenRequest API, and its configuration
 the chart rendered into its ConfigMap. With the chart's rules it binds pods, writes `Scheduled` and
 `FailedScheduling` events and the PodScheduled condition, and never meets a 403.
 
+The volume plugins are exercised too: a pod whose WaitForFirstConsumer claim binds to a local PV (the PV is
+updated by PreBind, the PV controller binds the claim), and a claim of a provisioning class that PreBind
+annotates with the selected node.
+
 Then each rule of the ClusterRole is taken away in turn (the ClusterRole is patched as admin, and the test
 waits until a SubjectAccessReview shows the authorizer has seen the change) and pyscheduler is started again as
 the ServiceAccount, to show that the rule is needed and that losing it gives a clear error naming the verb and
-the resource: an exit with the refused LIST for node reads, and for writes an error log line carrying the API
-server's `... is forbidden: User "system:serviceaccount:..." cannot <verb> resource "<resource>" ...` message
-(for pods/binding also the FailedScheduling event and PodScheduled condition).
+the resource: an exit with the refused LIST for node reads and for each storage kind the volume plugins watch,
+and for writes an error log line carrying the API server's `... is forbidden: User "system:serviceaccount:..."
+cannot <verb> resource "<resource>" ...` message (for pods/binding and the PV/PVC updates of VolumeBinding's
+PreBind also the FailedScheduling event and PodScheduled condition).
 
 The secure port's delegation is proven the same way: without the ClusterRoleBinding to
 `system:auth-delegator` the scheduler cannot create TokenReviews, so `/metrics` fails closed (401, even for
@@ -376,10 +381,120 @@ async def test_scheduler_runs_as_the_chart_service_account(
     assert (cond["status"], cond["reason"]) == ("False", "Unschedulable"), cond
     assert "Insufficient cpu" in cond["message"], cond
 
+    # Volumes: PreBind updates a PV (static binding) and a claim (selected-node for provisioning).
+    async with volume_objects(api_client, namespace) as vol:
+        await vol.pvc("data", vol.local_class)
+        await vol.pvc("provisioned", vol.provisioning_class)
+        await create_pod(
+            "with-volume", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}
+        )
+        await create_pod(
+            "with-provisioned", spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "provisioned"}}]}
+        )
+        pod = await wait_for_pod_bound(api_client, namespace, "with-volume", within=60)
+        assert pod["spec"]["nodeName"] == f"{namespace}-n0"
+        claim = await vol.wait_claim(
+            "data", lambda c: c["spec"].get("volumeName") == vol.pv_name, "data to be bound to the local PV"
+        )
+        assert claim["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"]
+        await vol.wait_claim(
+            "provisioned",
+            lambda c: bool((c["metadata"].get("annotations") or {}).get(SELECTED_NODE)),
+            "pyscheduler to write the selected-node annotation",
+        )
+
     await asyncio.sleep(0.5)  # let any late write (and its error) reach the log
     log = run.log()
     assert_never_forbidden(log)
     assert await run.stop() == 0, f"pyscheduler did not exit cleanly on SIGTERM:\n{log}"
+
+
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+
+
+@dataclass
+class VolumeObjects:
+    """A local PV on `<namespace>-n0` in a WaitForFirstConsumer class, and a provisioning class (nobody
+    provisions for it: PreBind's write of the claim is what is under test)."""
+
+    api: ApiClient
+    namespace: str
+    local_class: str
+    provisioning_class: str
+    pv_name: str
+
+    async def pvc(self, name: str, storage_class: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": storage_class,
+            },
+        }
+        await request_json(self.api, "POST", f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims", body=body)
+
+    async def wait_claim(self, name: str, condition: Callable[[JSON], bool], what: str) -> JSON:
+        async def probe() -> JSON | None:
+            claim = await request_json(
+                self.api, "GET", f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims/{name}"
+            )
+            return claim if condition(claim) else None
+
+        return await wait_for(probe, what=what, within=60)
+
+
+@contextlib.asynccontextmanager
+async def volume_objects(api: ApiClient, namespace: str) -> AsyncIterator[VolumeObjects]:
+    local, provisioning, pv = f"{namespace}-local", f"{namespace}-prov", f"{namespace}-pv"
+    for name, provisioner in ((local, "kubernetes.io/no-provisioner"), (provisioning, "rbac.e2e.pyscheduler.io")):
+        body = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": name},
+            "provisioner": provisioner,
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+        await request_json(api, "POST", "/apis/storage.k8s.io/v1/storageclasses", body=body)
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [f"{namespace}-n0"]}]}
+    body = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": pv},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": local,
+            "local": {"path": "/mnt/rbac"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+        },
+    }
+    await request_json(api, "POST", "/api/v1/persistentvolumes", body=body)
+
+    async def available() -> bool:  # the PV controller makes a new PV Available; only then can it match a claim
+        got = await request_json(api, "GET", f"/api/v1/persistentvolumes/{pv}")
+        return bool((got.get("status") or {}).get("phase") == "Available")
+
+    await wait_for(available, what=f"PV {pv} to become Available")
+    try:
+        yield VolumeObjects(api, namespace, local, provisioning, pv)
+    finally:
+        claims = await request_json(api, "GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims")
+        paths = [
+            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{c['metadata']['name']}" for c in claims["items"]
+        ]
+        paths += [f"/api/v1/persistentvolumes/{pv}"]
+        paths += [f"/apis/storage.k8s.io/v1/storageclasses/{n}" for n in (local, provisioning)]
+        for path in paths:  # no protection controllers run here: drop their finalizers, then delete
+            with contextlib.suppress(ApiException):
+                await request_json(
+                    api, "PATCH", path, body={"metadata": {"finalizers": None}}, content_type=MERGE_PATCH
+                )
+            with contextlib.suppress(ApiException):
+                await request_json(api, "DELETE", path)
 
 
 # --------------------------------------------------------------------------------------------- without one rule
@@ -526,6 +641,93 @@ async def test_without_events_create_no_event_is_written_and_the_log_says_why(
     assert 'kind="event"' in line and "status=403" in line, line
     assert 'cannot create resource \\"events\\" in API group \\"events.k8s.io\\"' in line, line
     assert await events_for(api_client, namespace, "p0", "Scheduled") == []
+    await run.stop()
+
+
+STORAGE_READS = [
+    ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"),
+    ("storage.k8s.io", "storageclasses"),
+    ("storage.k8s.io", "csinodes"),
+    ("storage.k8s.io", "csidrivers"),
+    ("storage.k8s.io", "csistoragecapacities"),
+    ("storage.k8s.io", "volumeattachments"),
+]
+
+
+@pytest.mark.parametrize(("group", "resource"), [pytest.param(g, r, id=r) for g, r in STORAGE_READS])
+async def test_without_a_storage_read_the_scheduler_exits_naming_it(
+    group: str,
+    resource: str,
+    start_scheduler: StartScheduler,
+    remove_rule: Callable[[Removal], Awaitable[None]],
+    release: Release,
+) -> None:
+    """No list/watch of one kind the volume plugins read: its informer's LIST is refused, pyscheduler exits 1
+    naming the resource, and never starts scheduling (it would decide without that kind)."""
+    await remove_rule(Removal("list", group, resource))
+    run = await start_scheduler()
+
+    async def exited() -> int | None:
+        return run.process.poll()
+
+    code = await wait_for(exited, what=f"pyscheduler to exit without {resource} reads", within=60, interval=0.2)
+    log = run.log()
+    assert code == 1, f"exit code {code}:\n{log}"
+    line = next((x for x in log.splitlines() if "background task ended unexpectedly; exiting" in x), None)
+    assert line is not None, log
+    assert f"informer-{KIND_OF[resource]}" in line, line
+    assert f'cannot list resource \\"{resource}\\"' in line and release.user in line, line
+    assert "starting to schedule" not in log
+
+
+KIND_OF = {
+    "persistentvolumeclaims": "PersistentVolumeClaim",
+    "persistentvolumes": "PersistentVolume",
+    "storageclasses": "StorageClass",
+    "csinodes": "CSINode",
+    "csidrivers": "CSIDriver",
+    "csistoragecapacities": "CSIStorageCapacity",
+    "volumeattachments": "VolumeAttachment",
+}
+
+
+@pytest.mark.parametrize(
+    ("resource", "claim_class", "pod"),
+    [
+        pytest.param("persistentvolumes", "local", "static", id="persistentvolumes"),
+        pytest.param("persistentvolumeclaims", "provisioning", "dynamic", id="persistentvolumeclaims"),
+    ],
+)
+async def test_without_volume_updates_prebind_fails_with_the_403(
+    resource: str,
+    claim_class: str,
+    pod: str,
+    start_scheduler: StartScheduler,
+    remove_rule: Callable[[Removal], Awaitable[None]],
+    release: Release,
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+) -> None:
+    """No update of PVs (static binding) or claims (selected-node for provisioning): PreBind's write is refused;
+    the pod stays unbound and its FailedScheduling event and PodScheduled condition carry the 403."""
+    await remove_rule(Removal("update", "", resource))
+    run = await start_ready(start_scheduler)
+    await create_node(f"{namespace}-n0")
+    async with volume_objects(api_client, namespace) as vol:
+        await vol.pvc("data", vol.local_class if claim_class == "local" else vol.provisioning_class)
+        await create_pod(pod, spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]})
+        denial = f'cannot update resource "{resource}" in API group ""'
+        event = await wait_for_event(api_client, namespace, pod, "FailedScheduling")
+        note = event["note"]
+        assert note.startswith('running PreBind plugin "VolumeBinding": '), note
+        assert "forbidden" in note and denial in note and release.user in note, note
+        cond = status_condition(await get_pod(api_client, namespace, pod), "PodScheduled")
+        assert cond is not None and (cond["status"], cond["reason"]) == ("False", "SchedulerError"), cond
+        assert denial in cond["message"]
+        assert not (await get_pod(api_client, namespace, pod))["spec"].get("nodeName")
     await run.stop()
 
 

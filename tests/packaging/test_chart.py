@@ -232,6 +232,12 @@ CLUSTER_RULES: set[Rule] = {
     ("", "pods/status", "patch", None),
     *{("policy", "poddisruptionbudgets", v, None) for v in ("list", "watch")},
     *{("events.k8s.io", "events", v, None) for v in ("create", "patch")},
+    *{("", r, v, None) for r in ("persistentvolumeclaims", "persistentvolumes") for v in ("list", "watch", "update")},
+    *{
+        ("storage.k8s.io", r, v, None)
+        for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments")
+        for v in ("list", "watch")
+    },
 }
 
 

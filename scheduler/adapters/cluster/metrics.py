@@ -119,6 +119,20 @@ class SchedulerMetrics(Observer):
             ["result"],
             registry=registry,
         )
+        # VolumeBinding's (volumebinding/metrics, registered by the plugin): stage errors by operation
+        # (predicate, assume, bind); the binder-cache counter is registered but never incremented upstream.
+        self.volume_stage_errors = Counter(
+            "scheduler_volume_scheduling_stage_error",
+            "Volume scheduling stage error count",
+            ["operation"],
+            registry=registry,
+        )
+        self.volume_binder_cache_requests = Counter(
+            "scheduler_volume_binder_cache_requests",
+            "Total number for request volume binding cache",
+            ["operation"],
+            registry=registry,
+        )
         self.rest_requests = Counter(
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -192,6 +206,9 @@ class SchedulerMetrics(Observer):
     def preemption_goroutine(self, result: str, seconds: float) -> None:
         self.preemption_goroutines_duration.labels(result).observe(seconds)
         self.preemption_goroutines_total.labels(result).inc()
+
+    def volume_scheduling_stage_error(self, operation: str) -> None:
+        self.volume_stage_errors.labels(operation).inc()
 
     def binding(self, seconds: float, ok: bool) -> None:
         if not ok:

@@ -15,10 +15,11 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import quote
 
 from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient, events_path, micro_time, pod_path, rfc3339
 from scheduler.core.api import (
@@ -31,6 +32,7 @@ from scheduler.core.api import (
     AlreadyBoundError,
     BindError,
     PodGoneError,
+    WriteError,
 )
 from scheduler.framework.fit_error import truncate_message
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
@@ -90,6 +92,8 @@ class WriterStats:
     """What the writer did; `dropped_events` counts event writes shed because the queue was full."""
 
     binds: int = 0
+    volume_updates: int = 0
+    volume_update_errors: int = 0
     bind_conflicts: int = 0
     bind_gone: int = 0
     bind_errors: int = 0
@@ -228,6 +232,34 @@ class ClusterWriter:
         spec = obj.get("spec") or {}
         same_pod = "/" in pod.uid or meta.get("uid") == pod.uid
         return bool(same_pod and spec.get("nodeName") == node_name)
+
+    # ------------------------------------------------------------------ ClusterAPI: volume binding writes
+
+    async def update_persistent_volume(self, pv: Mapping[str, Any]) -> JSON:
+        """PUT the PV (VolumeBinding's PreBind pre-binds it to its claim)."""
+        name = str((pv.get("metadata") or {}).get("name") or "")
+        return await self._put(f"/api/v1/persistentvolumes/{quote(name, safe='')}", pv, f"persistentvolume {name}")
+
+    async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> JSON:
+        """PUT the claim (VolumeBinding's PreBind sets volume.kubernetes.io/selected-node on it)."""
+        meta = pvc.get("metadata") or {}
+        ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        path = f"/api/v1/namespaces/{quote(ns, safe='')}/persistentvolumeclaims/{quote(name, safe='')}"
+        return await self._put(path, pvc, f"persistentvolumeclaim {ns}/{name}")
+
+    async def _put(self, path: str, body: Mapping[str, Any], what: str) -> JSON:
+        """A full update, never retried after the request may have been processed (a replayed PUT would only
+        meet a 409: the scheduling attempt fails and the pod is retried on fresh objects instead)."""
+        try:
+            answer = await self.client.request("PUT", path, body=dict(body), retry="never")
+        except ApiError as exc:
+            self.stats.volume_update_errors += 1
+            log.warning("volume update failed", extra={"object": what, "status": exc.status, "error": exc.message})
+            raise WriteError(exc.message) from exc
+        self.stats.volume_updates += 1
+        if not isinstance(answer, dict):
+            raise WriteError(f"updating {what}: the API server answered without an object")
+        return answer
 
     # ------------------------------------------------------------------ ClusterAPI: events and conditions
 

@@ -394,17 +394,24 @@ class Cache:
             if info.generation <= since:
                 break
             changed.append(name)
+            old = infos.get(name)
+            if old is not None and old.pvc_ref_counts:
+                snapshot.count_pvcs(old, -1)
             if info.node is None:
                 infos.pop(name, None)
                 node_images.pop(name, None)
             else:
-                infos[name] = info.clone()
+                clone = infos[name] = info.clone()
                 # Upstream's clone copies the node's image states as they are now (SnapshotConcrete); a node
                 # that does not change keeps them even when other nodes gain or lose its images later.
                 node_images[name] = images
+                if clone.pvc_ref_counts:
+                    snapshot.count_pvcs(clone, +1)
         tree = self._tree
         if len(infos) != len(tree):
             for name in [n for n in infos if n not in tree]:
+                if infos[name].pvc_ref_counts:
+                    snapshot.count_pvcs(infos[name], -1)
                 del infos[name]
                 node_images.pop(name, None)
         names = tree.list()  # rebuilt from scratch every cycle (field story 1)
@@ -431,6 +438,7 @@ class Cache:
             snapshot.node_info_list = [infos[n] for n in names]
             snapshot.node_image_states = {n: images for n in names}
             snapshot._list_index = None
+            snapshot.recount_pvcs()
         snapshot._list_names = names
         snapshot._list_of = snapshot.node_info_list
         snapshot.image_states = images

@@ -7,10 +7,14 @@ thread-safe (one event loop, like the rest of the core).
 
 from __future__ import annotations
 
+import collections
+
 from scheduler.framework.interface import ActionType
 from scheduler.framework.objects import JSON, KINDS, object_key
 
 DELETED = "DELETED"
+CHANGE_LOG_LENGTH = 10_000  # per kind: how far back changed_since can answer
+ChangedKeys = list[tuple[str, str]]
 
 
 class ClusterObjects:
@@ -19,6 +23,12 @@ class ClusterObjects:
     def __init__(self) -> None:
         self._objects: dict[str, dict[tuple[str, str], JSON]] = {kind: {} for kind in KINDS}
         self._generations: dict[str, int] = dict.fromkeys(KINDS, 0)
+        # (generation, key) of recent single-object changes, and the generation before which nothing is known
+        # (a LIST replacing the kind wholesale resets it).
+        self._changes: dict[str, collections.deque[tuple[int, tuple[str, str]]]] = {
+            kind: collections.deque(maxlen=CHANGE_LOG_LENGTH) for kind in KINDS
+        }
+        self._known_from: dict[str, int] = dict.fromkeys(KINDS, 0)
 
     # ------------------------------------------------------------------ writes (adapters)
 
@@ -34,19 +44,26 @@ class ClusterObjects:
         if event_type == DELETED:
             if store.pop(key, None) is None:
                 return None
-            self._generations[kind] += 1
+            self._changed(kind, key)
             return ActionType.DELETE
         old = store.get(key)
         store[key] = obj
         if old is None:
-            self._generations[kind] += 1
+            self._changed(kind, key)
             return ActionType.ADD
         old_rv = (old.get("metadata") or {}).get("resourceVersion")
         new_rv = (obj.get("metadata") or {}).get("resourceVersion")
         if old_rv and old_rv == new_rv and old == obj:
             return None
-        self._generations[kind] += 1
+        self._changed(kind, key)
         return ActionType.UPDATE
+
+    def _changed(self, kind: str, key: tuple[str, str]) -> None:
+        self._generations[kind] += 1
+        log = self._changes[kind]
+        if len(log) == log.maxlen:
+            self._known_from[kind] = log[0][0]
+        log.append((self._generations[kind], key))
 
     def replace(self, kind: str, objects: list[JSON]) -> dict[str, int]:
         """Converge one kind to a fresh LIST; return counts of added, updated and removed objects."""
@@ -67,6 +84,8 @@ class ClusterObjects:
             store[key] = obj
         if any(counts.values()):
             self._generations[kind] += 1
+            self._changes[kind].clear()
+            self._known_from[kind] = self._generations[kind]
         return counts
 
     # ------------------------------------------------------------------ ObjectLister
@@ -82,6 +101,12 @@ class ClusterObjects:
     def generation(self, kind: str) -> int:
         self._store(kind)
         return self._generations[kind]
+
+    def changed_since(self, kind: str, generation: int) -> ChangedKeys | None:
+        self._store(kind)
+        if generation < self._known_from[kind]:
+            return None
+        return [key for gen, key in self._changes[kind] if gen > generation]
 
     def count(self, kind: str) -> int:
         return len(self._store(kind))
