@@ -500,6 +500,35 @@ async def test_static_local_pvs_wait_for_first_consumer(
     )
 
 
+async def test_volume_binding_score_prefers_the_least_utilized_static_pv(
+    kube_scheduler: ManagedProcess,
+    pyscheduler: PySchedulerProcess,
+    api_client: ApiClient,
+    control_plane: ControlPlane,
+    prefix: str,
+    nodes3: list[str],
+) -> None:
+    """VolumeBinding's Score (StorageCapacityScoring, default shape): a 5Gi claim matches a 6Gi, a 20Gi and an
+    8Gi local PV on three otherwise identical nodes (utilization 83/25/62 %: scores 17/75/38), so only that
+    score separates the nodes; both schedulers pick the node of the 20Gi PV and bind it to the claim."""
+
+    async def scenario(run: Run, nodes: list[str]) -> dict[str, Any]:
+        sc = await run.storage_class("local")
+        pvs = [
+            await run.pv(f"pv-{size.lower()}", sc, capacity=size, node=node)
+            for size, node in zip(("6Gi", "20Gi", "8Gi"), nodes, strict=True)
+        ]
+        await run.pvc("data", sc, request="5Gi")
+        await run.pod("db", ("data",))
+        node = await run.wait_bound("db")
+        claim = await run.wait_claim_bound("data")
+        return {"db": nodes.index(node), "pv": pvs.index(claim["spec"]["volumeName"])}
+
+    outcomes = await compare(api_client, control_plane, prefix, nodes3, scenario)
+    assert_same_outcomes(outcomes)
+    assert outcomes[OURS] == {"db": 1, "pv": 1}
+
+
 async def test_pod_waiting_for_its_claim_schedules_when_it_appears(
     kube_scheduler: ManagedProcess,
     pyscheduler: PySchedulerProcess,
