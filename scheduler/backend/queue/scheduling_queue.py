@@ -279,7 +279,7 @@ class SchedulingQueue:
             return True
         if self._unschedulable.pop(uid, None) or self._gated.pop(uid, None):
             return True
-        if uid in self._in_flight:
+        if uid in self._in_flight and uid not in self._deleted_in_flight:
             self._deleted_in_flight.add(uid)
             return True
         return False
