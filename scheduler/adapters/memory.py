@@ -121,6 +121,7 @@ class MemoryCluster:
             raise AlreadyBoundError(f'pod {pod.name} is already assigned to node "{spec["nodeName"]}"')
         spec["nodeName"] = node_name
         obj.setdefault("status", {})["phase"] = "Pending"
+        self.conditions[pod.uid] = PodCondition("PodScheduled", "True", "", "")  # as the binding subresource does
         self.bindings.append((pod.key, node_name))
         if self.scheduler is not None:
             self.scheduler.on_pod_event(MODIFIED, obj)
@@ -144,6 +145,11 @@ class MemoryCluster:
             )
         )
         self.conditions[pod.uid] = PodCondition("PodScheduled", "False", reason, message)
+
+    def forget_pod(self, uid: str) -> None:
+        """A deleted pod takes its condition with it (a bound one keeps the True its binding wrote)."""
+        if uid not in self.pods:
+            self.conditions.pop(uid, None)
 
     def node_of(self, uid: str) -> str | None:
         obj = self.pods.get(uid)

@@ -30,11 +30,23 @@ class PodGoneError(BindError):
     """404: the pod was deleted meanwhile; it leaves the queue."""
 
 
+class BindLandedError(BindError):
+    """409, yet the API shows this very pod (same uid) bound: an earlier bind of ours landed, its reply lost.
+
+    Not a failure. The binding cycle records the pod as bound on `node_name`, where the API says it is, which
+    may differ from the node this attempt chose (the lost bind came from an earlier attempt).
+    """
+
+    def __init__(self, message: str, node_name: str) -> None:
+        super().__init__(message)
+        self.node_name = node_name
+
+
 class ClusterAPI(Protocol):
     """Writes to the cluster. Implementations must time out every call and never block the loop forever."""
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
-        """POST pods/binding; raise AlreadyBoundError, PodGoneError or BindError."""
+        """POST pods/binding; raise AlreadyBoundError, PodGoneError, BindLandedError or BindError."""
         ...
 
     def record_scheduled(self, pod: PodInfo, node_name: str) -> None:
@@ -43,4 +55,8 @@ class ClusterAPI(Protocol):
 
     def record_failure(self, pod: PodInfo, reason: str, message: str) -> None:
         """Emit the Warning `FailedScheduling` event (truncated) and patch PodScheduled=False, asynchronously."""
+        ...
+
+    def forget_pod(self, uid: str) -> None:
+        """The pod was bound, deleted or finished: drop its queued failure report and all kept for it."""
         ...

@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
-from scheduler.core.api import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, AlreadyBoundError, PodGoneError
+from scheduler.core.api import (
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    AlreadyBoundError,
+    BindLandedError,
+    PodGoneError,
+)
 from scheduler.framework.fit_error import Diagnosis, FitError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState
 from scheduler.framework.runtime import Framework
@@ -335,6 +341,9 @@ async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
             if status is None:
                 bind_start = sched.clock()
                 status = await fwk.run_bind(state, assumed, host)
+                if status is not None and isinstance(status.error, BindLandedError):
+                    assumed = _landed(sched, attempt, status.error.node_name)
+                    host, status = attempt.host, None
                 sched.observer.binding(sched.clock() - bind_start, status is None)
     except asyncio.CancelledError:
         fwk.run_unreserve(state, assumed, host)
@@ -356,6 +365,25 @@ async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
         return
     sched.move_assigned_pod_delete()
     handle_scheduling_failure(sched, attempt, status, diagnosis)
+
+
+def _landed(sched: Scheduler, attempt: Attempt, node_name: str) -> PodInfo:
+    """An earlier bind of this pod landed (its reply was lost) on `node_name`: the pod is bound there, which
+    may not be the node this attempt chose. Undo this attempt's reservation and hold the pod in the cache
+    where the API says it is; the caller then records the binding as its own (event, metrics, PostBind)."""
+    assumed = attempt.assumed
+    assert assumed is not None
+    if node_name == attempt.host:
+        return assumed
+    attempt.fwk.run_unreserve(attempt.state, assumed, attempt.host)
+    attempt.host = node_name
+    if sched.cache.is_assumed(assumed.uid):
+        sched.cache.forget_pod(assumed.uid)
+        assumed = sched.cache.assume_pod(attempt.pod, node_name)
+    else:  # the watch already reported the pod bound (the cache follows the API); keep what it holds
+        assumed = sched.cache.get_pod(assumed.uid) or assumed.with_node(node_name)
+    attempt.assumed = assumed
+    return assumed
 
 
 def _bound(sched: Scheduler, attempt: Attempt, assumed: PodInfo) -> None:

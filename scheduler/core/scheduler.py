@@ -181,10 +181,29 @@ class Scheduler:
         self.move(EVENT_ASSIGNED_POD_DELETE)
 
     def forget_pod_state(self, uid: str) -> None:
-        """Drop every per-pod record kept outside the queue and cache (failure reports, refusals)."""
+        """Drop every per-pod record kept outside the queue and cache (failure reports, refusals), and tell
+        the API adapter, whose queued failure report the binding or the deletion supersedes."""
         self.last_failure.pop(uid, None)
         self.parse_failures.pop(uid, None)
         self.unsupported.pop(uid, None)
+        self.api.forget_pod(uid)
+
+    def state_sizes(self) -> dict[str, int]:
+        """Entries of every per-pod and per-node structure (for leak checks: each returns to its baseline
+        once the pods and nodes behind it are gone)."""
+        sizes = {
+            "pending": len(self.pending),
+            "last_failure": len(self.last_failure),
+            "parse_failures": len(self.parse_failures),
+            "unsupported": len(self.unsupported),
+            "bind_tasks": len(self._bind_tasks),
+            "waiting_pods": sum(len(f.waiting_pods) for f in self.profiles.values()),
+            "snapshot_nodes": len(self.snapshot.node_info_map),
+            "objects": sum(self.objects.counts().values()),
+        }
+        sizes.update({f"queue_{k}": v for k, v in self.queue.sizes().items()})
+        sizes.update({f"cache_{k}": v for k, v in self.cache.sizes().items()})
+        return sizes
 
     def pending_pods(self) -> list[PodInfo]:
         """The unassigned pods of our profiles this scheduler tracks (queued, in flight or parked)."""

@@ -8,7 +8,7 @@ import pytest
 
 from scheduler.adapters.memory import MemoryCluster, RecordedEvent
 from scheduler.config.load import load_config
-from scheduler.core.api import AlreadyBoundError, BindError
+from scheduler.core.api import AlreadyBoundError, BindError, BindLandedError
 from scheduler.core.clock import FakeClock
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
@@ -334,3 +334,55 @@ async def test_node_pod_capacity_respected(count: int) -> None:
     for o, n in zip(objs, placed, strict=True):
         if n is None:
             assert env.cluster.conditions[_uid(o)].message == "0/2 nodes are available: 2 Too many pods."
+
+
+class LostReplyCluster(MemoryCluster):
+    """The first bind lands but its reply is lost (BindError, and the watch has not told the scheduler yet);
+    later binds get the API's 409, which the writer reads as BindLandedError naming where the pod is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempted: list[str] = []
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        self.attempted.append(node_name)
+        spec = self.pods[pod.uid]["spec"]
+        landed = spec.get("nodeName")
+        if landed:
+            raise BindLandedError(f'pod {pod.name} is already assigned to node "{landed}"', landed)
+        spec["nodeName"] = node_name  # committed; the reply and the watch event are late
+        self.bindings.append((pod.key, node_name))
+        raise BindError("connection reset by peer")
+
+
+async def test_lost_bind_reply_is_recorded_as_bound_where_the_api_says() -> None:
+    """A 409 for our own pod after a lost reply: bound on the node the API reports (not the node this attempt
+    chose), a Scheduled event naming it, counted as bound, and the cache holds the pod there."""
+    cluster = LostReplyCluster()
+    env = Env(cluster)
+    env.cluster.apply_node(make_node("a").capacity(cpu="2").obj())
+    env.cluster.apply_node(make_node("b").capacity(cpu="2").obj())
+    obj = env.pod(make_pod("p").req(cpu="1"))
+    uid = _uid(obj)
+    await env.settle(advance=False)
+    [first] = cluster.attempted
+    other = "b" if first == "a" else "a"
+    assert env.scheduler.cache.get_pod(uid) is None, "the failed attempt was forgotten"
+    env.cluster.apply_node(make_node(first).capacity(cpu="2").unschedulable().obj())  # next attempt goes elsewhere
+    await env.settle()
+    assert cluster.attempted == [first, other]
+    assert env.scheduler.bound_count == 1
+    held = env.scheduler.cache.get_pod(uid)
+    assert held is not None and held.node_name == first
+    for name, cpu in ((first, 1000), (other, 0)):
+        info = env.scheduler.cache.get_node(name)
+        assert info is not None and info.requested.milli_cpu == cpu, name
+    assert [(e.reason, e.note) for e in env.events_of(obj)] == [
+        ("FailedScheduling", 'running Bind plugin "DefaultBinder": connection reset by peer'),
+        ("Scheduled", f"Successfully assigned default/p to {first}"),
+    ]
+    assert uid not in env.scheduler.queue and uid not in env.scheduler.pending
+    env.scheduler.on_pod_event("MODIFIED", env.cluster.pods[uid])  # the watch catches up: confirmed in place
+    assert not env.scheduler.cache.is_assumed(uid)
+    held = env.scheduler.cache.get_pod(uid)
+    assert held is not None and held.node_name == first

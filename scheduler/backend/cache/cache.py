@@ -341,6 +341,18 @@ class Cache:
     def assumed_count(self) -> int:
         return len(self._assumed)
 
+    def sizes(self) -> dict[str, int]:
+        """Entries of every internal map (placeholder NodeInfos included), for leak checks."""
+        return {
+            "node_infos": len(self._nodes),
+            "tree_nodes": len(self._tree),
+            "tree_zones": len(self._tree.zones()),
+            "pods": len(self._pods),
+            "assumed": len(self._assumed),
+            "recent": len(self._recent),
+            "images": len(self._image_counts),
+        }
+
     @property
     def node_tree(self) -> NodeTree:
         return self._tree
