@@ -25,7 +25,9 @@ from scheduler.core.event_handlers import (
     EVENT_ASSIGNED_POD_DELETE,
     MODIFIED,
     TERMINAL_PHASES,
+    Deleted,
     EventHandlers,
+    Suspects,
 )
 from scheduler.core.schedule_one import SchedulingAlgorithm, schedule_one
 from scheduler.core.unsupported import Finding
@@ -38,7 +40,7 @@ from scheduler.framework.types import PodInfo
 
 log = logging.getLogger("pyscheduler.scheduler")
 
-__all__ = ["ADDED", "DELETED", "MODIFIED", "TERMINAL_PHASES", "Scheduler", "SchedulerHandle"]
+__all__ = ["ADDED", "DELETED", "MODIFIED", "TERMINAL_PHASES", "Deleted", "Scheduler", "SchedulerHandle", "Suspects"]
 
 LEFTOVER_FLUSH_PERIOD = 30.0
 
@@ -161,6 +163,14 @@ class Scheduler:
     def resync(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> dict[str, int]:
         """Converge the cache and queue to a fresh LIST of nodes and pods; returns repaired counts."""
         return self.events.resync(nodes, pods)
+
+    def resync_suspects(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> Suspects:
+        """Compare with a fresh LIST, leaving its differences to the watches for now; `settle` them later."""
+        return self.events.suspects(nodes, pods)
+
+    def settle(self, suspects: Suspects, deleted: Deleted) -> dict[str, int]:
+        """Repair (and count as drift) the suspects the watches did not resolve meanwhile."""
+        return self.events.settle(suspects, deleted)
 
     def resync_objects(self, kind: str, objects: list[Mapping[str, Any]]) -> dict[str, int]:
         """Converge one kind of the object store to a fresh LIST."""
