@@ -6,8 +6,8 @@ enough HTTP/1.1 (request heads, Content-Length and chunked bodies; responses are
 act per request. Faults:
 
 * `cut()`: abort every open connection (both sides), as a middlebox reset or a crashed LB would.
-* `partition()` / `heal()`: drop traffic. Open connections become black holes for good (bytes read and
-  discarded both ways); new connections are accepted but get no TLS handshake until healed.
+* `partition()` / `heal()`: drop traffic. Connections open during the partition (and those opened while it
+  lasts) become black holes for good: bytes are read and discarded both ways, so requests time out.
 * `stall()` / `resume()`: hold the bytes (nothing is lost; they flow on resume).
 * `storm(status, seconds)`: every request answered locally with `status` (429 with Retry-After, or 5xx) and
   never forwarded; open connections are cut at its start so every client meets it.
@@ -80,10 +80,6 @@ class _Connection:
     async def serve(self) -> None:
         proxy = self.proxy
         try:
-            await proxy._flowing_or_healed()
-            if self.closed:
-                return
-            await self.writer.start_tls(proxy.server_tls)
             while not self.closed:
                 head = await self.reader.readuntil(b"\r\n\r\n")
                 body = await self._read_body(head)
@@ -227,7 +223,7 @@ class FaultProxy:
         return f"https://127.0.0.1:{self.port}"
 
     async def start(self, port: int = 0) -> FaultProxy:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", port)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", port, ssl=self.server_tls)
         self.port = int(self._server.sockets[0].getsockname()[1])
         return self
 
@@ -245,14 +241,11 @@ class FaultProxy:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.stats.connections += 1
         conn = _Connection(self, reader, writer)
+        conn.blackholed = not self._healed.is_set()
         self._connections.add(conn)
         await conn.serve()
 
     async def _flowing(self) -> None:
-        await self._flow.wait()
-
-    async def _flowing_or_healed(self) -> None:
-        await self._healed.wait()
         await self._flow.wait()
 
     def _lose_for(self, method: str, path: str) -> bool:
