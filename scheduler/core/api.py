@@ -30,6 +30,12 @@ class PodGoneError(BindError):
     """404: the pod was deleted meanwhile; it leaves the queue."""
 
 
+class BindOutcomeUnknownError(BindError):
+    """No answer came (connection lost, timed out) or the server failed: the binding may have landed. The pod
+    is retried like after any BindError; should the watch show it bound on the node this attempt chose
+    first, the binding was ours (`Scheduler.unconfirmed_binds`)."""
+
+
 class BindLandedError(BindError):
     """409, yet the API shows this very pod (same uid) bound: an earlier bind of ours landed, its reply lost.
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scheduler.core.api import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE
+from scheduler.core.schedule_one import report_landed
 from scheduler.core.unsupported import find_unsupported, unsupported_message
 from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, ClusterEvent
 from scheduler.framework.types import NodeRecord, ParseError, PodInfo, parse_node, parse_pod
@@ -128,6 +129,10 @@ class EventHandlers:
 
     def _assigned_pod(self, pod: PodInfo) -> None:
         s = self.s
+        unconfirmed = s.unconfirmed_binds.pop(pod.uid, None)
+        if unconfirmed is not None and unconfirmed.host == pod.node_name and not s.cache.is_assumed(pod.uid):
+            # Our bind whose answer never came landed (no later attempt is binding the pod): report it as ours.
+            report_landed(s, unconfirmed, pod)
         if pod.uid in s.pending:
             del s.pending[pod.uid]
             s.queue.delete(pod.uid)

@@ -29,7 +29,7 @@ from scheduler.core.event_handlers import (
     EventHandlers,
     Suspects,
 )
-from scheduler.core.schedule_one import SchedulingAlgorithm, schedule_one
+from scheduler.core.schedule_one import Attempt, SchedulingAlgorithm, schedule_one
 from scheduler.core.unsupported import Finding
 from scheduler.framework.interface import ClusterEvent
 from scheduler.framework.objects import ObjectLister
@@ -111,6 +111,9 @@ class Scheduler:
         self.last_failure: dict[str, tuple[str, str]] = {}  # uid -> (reason, message) of the last failure
         self.parse_failures: dict[str, str] = {}  # uid -> message, for pods we cannot understand
         self.unsupported: dict[str, tuple[PodInfo, list[Finding]]] = {}  # pods refused by the fail-closed guard
+        # Attempts whose bind got no answer (it may have landed): if the watch shows the pod bound on that
+        # attempt's node before another attempt binds it, the binding is reported as ours.
+        self.unconfirmed_binds: dict[str, Attempt] = {}
         self._plugin_events: dict[str, list[ClusterEvent]] = {}
         self._bind_slots = asyncio.Semaphore(max_in_flight_binds)
         self._bind_tasks: set[asyncio.Task[None]] = set()
@@ -196,6 +199,7 @@ class Scheduler:
         self.last_failure.pop(uid, None)
         self.parse_failures.pop(uid, None)
         self.unsupported.pop(uid, None)
+        self.unconfirmed_binds.pop(uid, None)
         self.api.forget_pod(uid)
 
     def state_sizes(self) -> dict[str, int]:
@@ -206,6 +210,7 @@ class Scheduler:
             "last_failure": len(self.last_failure),
             "parse_failures": len(self.parse_failures),
             "unsupported": len(self.unsupported),
+            "unconfirmed_binds": len(self.unconfirmed_binds),
             "bind_tasks": len(self._bind_tasks),
             "waiting_pods": sum(len(f.waiting_pods) for f in self.profiles.values()),
             "snapshot_nodes": len(self.snapshot.node_info_map),

@@ -14,6 +14,7 @@ import pytest
 
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.core import event_handlers
+from scheduler.core.api import BindOutcomeUnknownError
 from scheduler.core.clock import FakeClock
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
@@ -170,5 +171,26 @@ async def test_pods_gone_during_a_watch_gap_are_forgotten_by_resync() -> None:
     assert env.sizes() != baseline
     env.cluster.pods.clear()  # gone from the API; the watch never said so
     env.scheduler.resync([node], [])
+    await env.settle()
+    assert env.sizes() == baseline
+
+
+class UnansweredBindCluster(MemoryCluster):
+    """Every bind gets no answer (and does not land)."""
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        raise BindOutcomeUnknownError("connection reset by peer")
+
+
+async def test_pod_deleted_after_an_unanswered_bind_leaves_nothing() -> None:
+    """The attempt kept to recognise a late-landing bind goes with the pod."""
+    env = Env(UnansweredBindCluster())
+    env.cluster.apply_node(make_node("n1").obj())
+    await env.settle()
+    baseline = env.sizes()
+    env.cluster.apply_pod(make_pod("p").uid("p").obj())
+    await env.scheduler.run_until_idle()
+    assert env.sizes()["unconfirmed_binds"] == 1
+    env.cluster.delete_pod("p")
     await env.settle()
     assert env.sizes() == baseline

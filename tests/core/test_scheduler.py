@@ -8,7 +8,7 @@ import pytest
 
 from scheduler.adapters.memory import MemoryCluster, RecordedEvent
 from scheduler.config.load import load_config
-from scheduler.core.api import AlreadyBoundError, BindError, BindLandedError
+from scheduler.core.api import AlreadyBoundError, BindError, BindLandedError, BindOutcomeUnknownError
 from scheduler.core.clock import FakeClock
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
@@ -352,7 +352,7 @@ class LostReplyCluster(MemoryCluster):
             raise BindLandedError(f'pod {pod.name} is already assigned to node "{landed}"', landed)
         spec["nodeName"] = node_name  # committed; the reply and the watch event are late
         self.bindings.append((pod.key, node_name))
-        raise BindError("connection reset by peer")
+        raise BindOutcomeUnknownError("connection reset by peer")
 
 
 async def test_lost_bind_reply_is_recorded_as_bound_where_the_api_says() -> None:
@@ -386,3 +386,74 @@ async def test_lost_bind_reply_is_recorded_as_bound_where_the_api_says() -> None
     assert not env.scheduler.cache.is_assumed(uid)
     held = env.scheduler.cache.get_pod(uid)
     assert held is not None and held.node_name == first
+    assert env.scheduler.bound_count == 1 and len(env.events_of(obj)) == 2, "reported once"
+    assert env.scheduler.unconfirmed_binds == {}
+
+
+async def test_lost_bind_reply_seen_first_by_the_watch_is_reported_as_ours() -> None:
+    """The bind got no answer but landed; the watch shows the pod bound on that attempt's node before the
+    retry: the binding is reported as ours (Scheduled event, counted) and no second bind is attempted."""
+    cluster = LostReplyCluster()
+    env = Env(cluster)
+    env.cluster.apply_node(make_node("a").obj())
+    obj = env.pod(make_pod("p"))
+    uid = _uid(obj)
+    await env.settle(advance=False)
+    assert cluster.attempted == ["a"] and uid in env.scheduler.unconfirmed_binds
+    env.scheduler.on_pod_event("MODIFIED", env.cluster.pods[uid])  # the watch: bound on "a"
+    await env.settle()
+    assert cluster.attempted == ["a"], "nothing left to bind"
+    assert env.scheduler.bound_count == 1
+    assert [(e.reason, e.note) for e in env.events_of(obj)] == [
+        ("FailedScheduling", 'running Bind plugin "DefaultBinder": connection reset by peer'),
+        ("Scheduled", "Successfully assigned default/p to a"),
+    ]
+    held = env.scheduler.cache.get_pod(uid)
+    assert held is not None and held.node_name == "a"
+    assert env.scheduler.unconfirmed_binds == {} and uid not in env.scheduler.pending
+
+
+async def test_a_pod_bound_elsewhere_after_an_unanswered_bind_is_not_reported() -> None:
+    """An unanswered bind, then the watch shows the pod bound on another node (someone else's binding): the
+    pod leaves the queue, nothing is reported as ours."""
+    cluster = LostReplyCluster()
+    env = Env(cluster)
+    env.cluster.apply_node(make_node("a").obj())
+    env.cluster.apply_node(make_node("b").obj())
+    obj = env.pod(make_pod("p"))
+    uid = _uid(obj)
+    await env.settle(advance=False)
+    [chosen] = cluster.attempted
+    other = "b" if chosen == "a" else "a"
+    env.cluster.pods[uid]["spec"]["nodeName"] = other
+    env.scheduler.on_pod_event("MODIFIED", env.cluster.pods[uid])
+    await env.settle()
+    assert env.scheduler.bound_count == 0
+    assert [e.reason for e in env.events_of(obj)] == ["FailedScheduling"]
+    assert env.scheduler.unconfirmed_binds == {} and uid not in env.scheduler.pending
+
+
+class LandsThenNoAnswerCluster(MemoryCluster):
+    """The bind lands and the watch reports it while the client is still retrying; then the client gives up."""
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        obj = self.pods[pod.uid]
+        obj["spec"]["nodeName"] = node_name
+        self.bindings.append((pod.key, node_name))
+        if self.scheduler is not None:
+            self.scheduler.on_pod_event("MODIFIED", obj)
+        raise BindOutcomeUnknownError("connection reset by peer")
+
+
+async def test_an_unanswered_bind_the_watch_already_confirmed_is_a_success() -> None:
+    """No answer to the bind, but the watch showed the pod bound there during it: bound, no failure reported."""
+    env = Env(LandsThenNoAnswerCluster())
+    env.cluster.apply_node(make_node("a").obj())
+    obj = env.pod(make_pod("p"))
+    uid = _uid(obj)
+    await env.settle()
+    assert env.scheduler.bound_count == 1
+    assert [(e.reason, e.note) for e in env.events_of(obj)] == [("Scheduled", "Successfully assigned default/p to a")]
+    assert env.scheduler.unconfirmed_binds == {} and uid not in env.scheduler.pending
+    held = env.scheduler.cache.get_pod(uid)
+    assert held is not None and held.node_name == "a"

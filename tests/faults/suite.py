@@ -405,7 +405,22 @@ class Scenario:
             worst = max(worst, attempts)
         return worst
 
-    async def check_invariants(self) -> None:
+    async def events_settled(self, within: float = 60.0) -> int:
+        """Wait until the number of Scheduled events stops growing (the replicas' queued events are written
+        asynchronously, and SIGTERM flushes for 5 s only); returns it."""
+        deadline = time.monotonic() + within
+        last, stable = -1, 0
+        while time.monotonic() < deadline:
+            events = await self._list(f"/apis/events.k8s.io/v1/namespaces/{self.namespace}/events")
+            count = sum(1 for e in events if e.get("reason") == "Scheduled")
+            stable = stable + 1 if count == last else 0
+            if stable >= 2:
+                break
+            last = count
+            await asyncio.sleep(1.0)
+        return last
+
+    async def check_invariants(self, *, every_pod_has_its_event: bool = False) -> None:
         """0 lost, 0 double-bound, 0 over-committed nodes, no bound pod with PodScheduled=False."""
         pods = await self.pods()
         by_name = {p["metadata"]["name"]: p for p in pods}
@@ -453,6 +468,9 @@ class Scenario:
             if uid in by_uid and not es[0]["note"].endswith(f" to {by_uid[uid]['spec']['nodeName']}")
         }
         assert not wrong, f"Scheduled events naming another node than the pod's: {wrong}"
+        if every_pod_has_its_event:
+            silent = sorted(p["metadata"]["name"] for p in pods if p["metadata"]["uid"] not in scheduled)
+            assert not silent, f"bound pods without their Scheduled event: {silent[:10]} ({len(silent)})"
         self.outcome.notes["scheduled_events"] = f"{len(set(scheduled) & set(by_uid))}/{len(by_uid)}"
 
     async def _list(self, path: str) -> list[JSON]:

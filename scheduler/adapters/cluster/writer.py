@@ -29,6 +29,7 @@ from scheduler.core.api import (
     AlreadyBoundError,
     BindError,
     BindLandedError,
+    BindOutcomeUnknownError,
     PodGoneError,
 )
 from scheduler.framework.fit_error import truncate_message
@@ -229,7 +230,7 @@ class ClusterWriter:
         except TimeoutError as exc:
             self.stats.bind_errors += 1
             log.error("binding stopped: leadership may be lost", extra={"pod": pod.key, "node": node_name})
-            raise BindError(f"binding {pod.key} did not finish while this replica surely led") from exc
+            raise BindOutcomeUnknownError(f"binding {pod.key} did not finish while this replica surely led") from exc
         except ApiError as exc:
             if exc.status == 409:
                 landed = await self._bound_node(pod, node_name)
@@ -247,6 +248,8 @@ class ClusterWriter:
                 raise PodGoneError(exc.message) from exc
             self.stats.bind_errors += 1
             log.error("binding failed", extra={"pod": pod.key, "node": node_name, "error": exc.message})
+            if exc.status == 0 or exc.status >= 500:  # no answer, or a server error: it may have landed
+                raise BindOutcomeUnknownError(exc.message) from exc
             raise BindError(exc.message) from exc
         self.stats.binds += 1
 
