@@ -95,6 +95,7 @@ async def finish(
     out.fault_seconds = healed - started
     all_bound = await scene.wait_all_bound(SIZE.within)
     out.recovery_seconds = max(all_bound - healed, 0.0)
+    out.total_seconds = all_bound - started
     out.resumed_seconds = scene.first_bind_after(healed)
     live = [r for r in scene.replicas if r.alive()]
     out.compare_attempts = await scene.caches_agree(live)

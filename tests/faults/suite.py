@@ -213,7 +213,8 @@ class Outcome:
     pods: int
     nodes: int
     fault_seconds: float = 0.0
-    recovery_seconds: float = 0.0  # fault healed -> every pod bound
+    recovery_seconds: float = 0.0  # fault healed -> every pod bound (0 when all were bound before it healed)
+    total_seconds: float = 0.0  # fault began -> every pod bound
     resumed_seconds: float | None = None  # fault healed -> first successful bind
     takeover_seconds: float | None = None
     compare_attempts: int = 0
@@ -223,7 +224,7 @@ class Outcome:
         parts = [
             f"{self.scenario}: {self.pods} pods / {self.nodes} nodes (seed {self.seed})",
             f"fault {self.fault_seconds:.1f} s",
-            f"all bound {self.recovery_seconds:.1f} s after the fault ended",
+            f"all bound {self.total_seconds:.1f} s after it began, {self.recovery_seconds:.1f} s after it ended",
         ]
         if self.resumed_seconds is not None:
             parts.append(f"binding resumed after {self.resumed_seconds:.2f} s")
