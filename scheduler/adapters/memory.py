@@ -186,6 +186,7 @@ class MemoryCluster:
         status["phase"] = "Pending"
         # The v1.37 API server clears the nomination on binding (ClearingNominatedNodeNameAfterBinding).
         status.pop("nominatedNodeName", None)
+        self.conditions[pod.uid] = PodCondition("PodScheduled", "True", "", "")  # as the binding subresource does
         self.bindings.append((pod.key, node_name))
         if self.scheduler is not None:
             self.scheduler.on_pod_event(MODIFIED, obj)
@@ -288,6 +289,11 @@ class MemoryCluster:
 
     async def clear_nominated_node_name(self, pod: PodInfo) -> None:
         self._set_nominated(pod.uid, "")
+
+    def forget_pod(self, uid: str) -> None:
+        """A deleted pod takes its condition with it (a bound one keeps the True its binding wrote)."""
+        if uid not in self.pods:
+            self.conditions.pop(uid, None)
 
     def node_of(self, uid: str) -> str | None:
         obj = self.pods.get(uid)

@@ -37,11 +37,29 @@ class WriteError(Exception):
     """A write other than a bind failed (a PV or PVC update); the message is the API server's."""
 
 
+class BindOutcomeUnknownError(BindError):
+    """No answer came (connection lost, timed out) or the server failed: the binding may have landed. The pod
+    is retried like after any BindError; should the watch show it bound on the node this attempt chose
+    first, the binding was ours (`Scheduler.unconfirmed_binds`)."""
+
+
+class BindLandedError(BindError):
+    """409, yet the API shows this very pod (same uid) bound: an earlier bind of ours landed, its reply lost.
+
+    Not a failure. The binding cycle records the pod as bound on `node_name`, where the API says it is, which
+    may differ from the node this attempt chose (the lost bind came from an earlier attempt).
+    """
+
+    def __init__(self, message: str, node_name: str) -> None:
+        super().__init__(message)
+        self.node_name = node_name
+
+
 class ClusterAPI(Protocol):
     """Writes to the cluster. Implementations must time out every call and never block the loop forever."""
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
-        """POST pods/binding; raise AlreadyBoundError, PodGoneError or BindError."""
+        """POST pods/binding; raise AlreadyBoundError, PodGoneError, BindLandedError or BindError."""
         ...
 
     async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,4 +106,8 @@ class ClusterAPI(Protocol):
 
     async def clear_nominated_node_name(self, pod: PodInfo) -> None:
         """Remove status.nominatedNodeName of a lower-priority pod nominated to a preemption's node."""
+        ...
+
+    def forget_pod(self, uid: str) -> None:
+        """The pod was bound, deleted or finished: drop its queued failure report and all kept for it."""
         ...

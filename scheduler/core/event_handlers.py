@@ -12,10 +12,12 @@ enter the queue: they get a failure report once, and are re-checked when they ch
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scheduler.core.api import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE
+from scheduler.core.schedule_one import report_landed
 from scheduler.core.unsupported import find_unsupported, unsupported_message
 from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, ClusterEvent
 from scheduler.framework.types import NodeRecord, ParseError, PodInfo, parse_node, parse_pod
@@ -32,6 +34,29 @@ EVENT_NODE_ADD = ClusterEvent(NODE, ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
 EVENT_ASSIGNED_POD_UPDATE = ClusterEvent(ASSIGNED_POD, ActionType.UPDATE, "AssignedPodUpdate")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+
+
+@dataclass(slots=True)
+class Suspects:
+    """Differences between the cache and a LIST that the watches may still be delivering (watch lag).
+
+    Each entry keeps the record the scheduler held at LIST time (None: nothing) and what the LIST showed
+    (None: gone from the LIST). `EventHandlers.settle` re-checks them after a grace period: any watch event
+    for the object replaces the held record, so a different record then means the watch resolved it (lag);
+    the very same record means nothing came (drift: repaired and counted then).
+    """
+
+    nodes: dict[str, tuple[NodeRecord | None, NodeRecord | None]] = field(default_factory=dict)
+    pods: dict[str, tuple[PodInfo | None, PodInfo | None]] = field(default_factory=dict)
+    pending: dict[str, PodInfo] = field(default_factory=dict)  # tracked pending pods the LIST no longer shows
+
+    def __len__(self) -> int:
+        return len(self.nodes) + len(self.pods) + len(self.pending)
+
+
+Deleted = Callable[[str, str], bool]
+"""(resource, key) -> did the watch delete it lately ("nodes"/name, "pods"/uid): a LIST taken before the
+deletion must not bring it back."""
 
 
 def pod_uid(obj: Mapping[str, Any]) -> str:
@@ -105,6 +130,10 @@ class EventHandlers:
 
     def _assigned_pod(self, pod: PodInfo) -> None:
         s = self.s
+        unconfirmed = s.unconfirmed_binds.pop(pod.uid, None)
+        if unconfirmed is not None and unconfirmed.host == pod.node_name and not s.cache.is_assumed(pod.uid):
+            # Our bind whose answer never came landed (no later attempt is binding the pod): report it as ours.
+            report_landed(s, unconfirmed, pod)
         if pod.uid in s.pending:
             del s.pending[pod.uid]
             s.queue.delete(pod.uid)
@@ -122,8 +151,10 @@ class EventHandlers:
 
     def _pending_pod(self, pod: PodInfo) -> None:
         s = self.s
-        if s.cache.is_assumed(pod.uid):
-            return  # bound by us a moment ago; the watch has not caught up yet
+        if s.cache.get_pod(pod.uid) is not None:
+            # Bound (by us a moment ago, or as a LIST showed): spec.nodeName never goes back to empty, so this
+            # unbound version is older than what the cache holds (a lagging watch replaying history).
+            return
         s.parse_failures.pop(pod.uid, None)
         if pod.terminating:
             s.queue.delete(pod.uid)
@@ -226,8 +257,11 @@ class EventHandlers:
 
     # ------------------------------------------------------------------ relist
 
-    def resync(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> dict[str, int]:
-        """Converge the cache and queue to a fresh LIST (after a watch gap); returns repaired counts."""
+    def _listed(
+        self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]
+    ) -> tuple[list[NodeRecord], list[PodInfo], set[str]]:
+        """Parse a LIST: (node records, assigned pods, uids of our unassigned pods). Queues listed pending
+        pods it does not track yet and forgets refusals of pods the LIST no longer has."""
         s = self.s
         node_records: list[NodeRecord] = []
         for obj in nodes:
@@ -251,19 +285,107 @@ class EventHandlers:
                 pending_uids.add(pod.uid)
                 if pod.uid not in s.pending and pod.uid not in s.unsupported:
                     self._pending_pod(pod)
-        drift = s.cache.reconcile(node_records, assigned)
-        repaired = {kind: len(names) for kind, names in drift.to_dict().items()}
-        for uid in [u for u in s.pending if u not in pending_uids]:
-            self.forget_pod(uid)
-            repaired["pending_pods_removed"] = repaired.get("pending_pods_removed", 0) + 1
         assigned_uids = {p.uid for p in assigned}
         for uid in [u for u in (*s.unsupported, *s.parse_failures) if u not in pending_uids]:
             if uid not in assigned_uids:
                 s.forget_pod_state(uid)
+        return node_records, assigned, pending_uids
+
+    def resync(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> dict[str, int]:
+        """Converge the cache and queue to a fresh LIST at once (after a watch gap); returns repaired counts."""
+        s = self.s
+        node_records, assigned, pending_uids = self._listed(nodes, pods)
+        binding = {u for u in s.pending if s.cache.is_assumed(u)}  # ours in flight: the binding cycle finishes them
+        drift = s.cache.reconcile(node_records, assigned)
+        repaired = {kind: len(names) for kind, names in drift.to_dict().items()}
+        for uid in [u for u in s.pending if u not in pending_uids and u not in binding]:
+            if s.cache.get_pod(uid) is not None:  # bound by someone else, as the LIST showed: keep it cached
+                s.pending.pop(uid, None)
+                s.queue.delete(uid)
+                s.forget_pod_state(uid)
+            else:
+                self.forget_pod(uid)
+            repaired["pending_pods_removed"] = repaired.get("pending_pods_removed", 0) + 1
+        self._report(repaired)
+        return repaired
+
+    def _report(self, repaired: dict[str, int]) -> None:
+        s = self.s
         for kind, count in repaired.items():
             if count:
                 s.observer.cache_drift(kind, count)
         if any(repaired.values()):
             log.warning("cache drift repaired", extra={"drift": repaired})
             s.move(ClusterEvent(NODE, ActionType.ALL, "Resync"))
+
+    def suspects(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> Suspects:
+        """Compare with a fresh LIST but leave every difference to the watches for now (see `settle`).
+
+        Watches that are catching up (a reconnect, a slow stream) show as differences too; applying the LIST
+        at once would count that lag as drift and let the late events replay older versions afterwards.
+        Only the routine part is applied now: assumed pods the LIST shows bound where assumed are confirmed.
+        """
+        s = self.s
+        node_records, assigned, pending_uids = self._listed(nodes, pods)
+        diff = s.cache.differences(node_records, assigned)
+        out = Suspects()
+
+        def held_node(name: str) -> NodeRecord | None:
+            info = s.cache.get_node(name)
+            return info.node if info is not None else None
+
+        for record in diff.node_put:
+            out.nodes[record.name] = (held_node(record.name), record)
+        for name in diff.node_remove:
+            out.nodes[name] = (held_node(name), None)
+        for uid, pod in s.pending.items():
+            # Pending pods the cache holds are being bound by us: the binding cycle finishes them.
+            if uid not in pending_uids and s.cache.get_pod(uid) is None:
+                out.pending[uid] = pod
+        for pod in diff.pod_put:
+            held = s.cache.get_pod(pod.uid)
+            if held is not None and s.cache.is_assumed(pod.uid) and held.node_name == pod.node_name:
+                s.cache.add_pod(pod)  # confirms our own binding: routine, not drift
+                continue
+            out.pods[pod.uid] = (held, pod)
+        for uid in diff.pod_drop:
+            out.pods[uid] = (s.cache.get_pod(uid), None)
+        return out
+
+    def settle(self, suspects: Suspects, deleted: Deleted) -> dict[str, int]:
+        """Re-check suspects after the watches had time to deliver: whatever changed meanwhile (or was deleted)
+        was watch lag; what is still as it was at LIST time is drift, repaired now and counted."""
+        s = self.s
+        repaired: dict[str, int] = {}
+
+        def count(kind: str) -> None:
+            repaired[kind] = repaired.get(kind, 0) + 1
+
+        for name, (held_node, record) in suspects.nodes.items():
+            info = s.cache.get_node(name)
+            if (info.node if info is not None else None) is not held_node or deleted("nodes", name):
+                continue
+            if record is None:
+                s.cache.remove_node(name)
+                count("extra_nodes")
+            else:
+                s.cache.add_node(record)
+                count("stale_nodes" if held_node is not None else "missing_nodes")
+        for uid, (held, pod) in suspects.pods.items():
+            if s.cache.get_pod(uid) is not held or deleted("pods", uid):
+                continue
+            if pod is None:
+                if s.cache.is_assumed(uid):
+                    continue
+                s.cache.remove_pod(uid)
+                count("extra_pods")
+            else:
+                self._assigned_pod(pod)
+                count("stale_pods" if held is not None else "missing_pods")
+        for uid, tracked in suspects.pending.items():
+            if s.pending.get(uid) is not tracked or s.cache.get_pod(uid) is not None or deleted("pods", uid):
+                continue
+            self.forget_pod(uid)
+            count("pending_pods_removed")
+        self._report(repaired)
         return repaired

@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.backend.queue.nominator import CLEAR_NOMINATED_NODE, NominatingInfo
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
-from scheduler.core.api import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, AlreadyBoundError, PodGoneError
+from scheduler.core.api import (
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    AlreadyBoundError,
+    BindLandedError,
+    BindOutcomeUnknownError,
+    PodGoneError,
+)
 from scheduler.framework.fit_error import Diagnosis, FitError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState
 from scheduler.framework.runtime import Framework, ScoreResult
@@ -358,6 +365,9 @@ async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
             if status is None:
                 bind_start = sched.clock()
                 status = await fwk.run_bind(state, assumed, host)
+                if status is not None and isinstance(status.error, BindLandedError):
+                    assumed = _landed(sched, attempt, status.error.node_name)
+                    host, status = attempt.host, None
                 sched.observer.binding(sched.clock() - bind_start, status is None)
     except asyncio.CancelledError:
         fwk.run_unreserve(state, assumed, host)
@@ -367,6 +377,10 @@ async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
     except Exception as exc:
         log.exception("binding cycle failed", extra={"pod": assumed.key, "node": host})
         status = error_status(exc)
+    if status is not None and isinstance(status.error, BindOutcomeUnknownError):
+        held = sched.cache.get_pod(uid)
+        if held is not None and not sched.cache.is_assumed(uid) and held.node_name == host:
+            status = None  # no answer, but the watch already showed the pod bound where we bound it: it landed
     if status is None:
         _bound(sched, attempt, assumed)
         return
@@ -377,23 +391,56 @@ async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
         sched.pending.pop(uid, None)
         sched.queue.done(uid)
         return
+    if isinstance(status.error, BindOutcomeUnknownError) and uid in sched.pending:
+        sched.unconfirmed_binds[uid] = attempt  # the watch may yet show that it landed: report_landed
     sched.move_assigned_pod_delete()
     handle_scheduling_failure(sched, attempt, status, diagnosis, CLEAR_NOMINATED_NODE)
 
 
+def _landed(sched: Scheduler, attempt: Attempt, node_name: str) -> PodInfo:
+    """An earlier bind of this pod landed (its reply was lost) on `node_name`: the pod is bound there, which
+    may not be the node this attempt chose. Undo this attempt's reservation and hold the pod in the cache
+    where the API says it is; the caller then records the binding as its own (event, metrics, PostBind)."""
+    assumed = attempt.assumed
+    assert assumed is not None
+    if node_name == attempt.host:
+        return assumed
+    attempt.fwk.run_unreserve(attempt.state, assumed, attempt.host)
+    attempt.host = node_name
+    if sched.cache.is_assumed(assumed.uid):
+        sched.cache.forget_pod(assumed.uid)
+        assumed = sched.cache.assume_pod(attempt.pod, node_name)
+    else:  # the watch already reported the pod bound (the cache follows the API); keep what it holds
+        assumed = sched.cache.get_pod(assumed.uid) or assumed.with_node(node_name)
+    attempt.assumed = assumed
+    return assumed
+
+
 def _bound(sched: Scheduler, attempt: Attempt, assumed: PodInfo) -> None:
     """The bind call succeeded: finish the assumption, report `Scheduled`, run PostBind."""
-    uid, host = assumed.uid, attempt.host
-    sched.bound_count += 1
+    uid = assumed.uid
     sched.cache.finish_binding(uid)
     sched.pending.pop(uid, None)
     sched.forget_pod_state(uid)
+    _report_bound(sched, attempt, assumed)
+    sched.queue.done(uid)
+
+
+def report_landed(sched: Scheduler, attempt: Attempt, pod: PodInfo) -> None:
+    """The watch shows a pod bound on the node of an attempt whose bind got no answer: that bind landed (its
+    reply was lost) and no other attempt has bound the pod since. Report it as this attempt's binding."""
+    _report_bound(sched, attempt, pod)
+
+
+def _report_bound(sched: Scheduler, attempt: Attempt, assumed: PodInfo) -> None:
+    """Count the binding, emit `Scheduled`, run PostBind and log it (the pod is bound on attempt.host)."""
+    host = attempt.host
+    sched.bound_count += 1
     now = sched.clock()
     sched.observer.attempt("scheduled", attempt.fwk.profile_name, now - attempt.start)
     sched.observer.pod_scheduled(attempt.qpi.attempts, now - attempt.qpi.initial_attempt_timestamp)
     sched.api.record_scheduled(assumed, host)
     attempt.fwk.run_post_bind(attempt.state, assumed, host)
-    sched.queue.done(uid)
     if log.isEnabledFor(V2):
         log.log(
             V2,

@@ -25,9 +25,11 @@ from scheduler.core.event_handlers import (
     EVENT_ASSIGNED_POD_DELETE,
     MODIFIED,
     TERMINAL_PHASES,
+    Deleted,
     EventHandlers,
+    Suspects,
 )
-from scheduler.core.schedule_one import SchedulingAlgorithm, schedule_one
+from scheduler.core.schedule_one import Attempt, SchedulingAlgorithm, schedule_one
 from scheduler.core.unsupported import Finding
 from scheduler.framework.interface import ClusterEvent
 from scheduler.framework.objects import ObjectLister
@@ -39,7 +41,7 @@ from scheduler.framework.types import PodInfo
 
 log = logging.getLogger("pyscheduler.scheduler")
 
-__all__ = ["ADDED", "DELETED", "MODIFIED", "TERMINAL_PHASES", "Scheduler", "SchedulerHandle"]
+__all__ = ["ADDED", "DELETED", "MODIFIED", "TERMINAL_PHASES", "Deleted", "Scheduler", "SchedulerHandle", "Suspects"]
 
 LEFTOVER_FLUSH_PERIOD = 30.0
 
@@ -242,6 +244,9 @@ class Scheduler:
         self.last_failure: dict[str, tuple[str, str]] = {}  # uid -> (reason, message) of the last failure
         self.parse_failures: dict[str, str] = {}  # uid -> message, for pods we cannot understand
         self.unsupported: dict[str, tuple[PodInfo, list[Finding]]] = {}  # pods refused by the fail-closed guard
+        # Attempts whose bind got no answer (it may have landed): if the watch shows the pod bound on that
+        # attempt's node before another attempt binds it, the binding is reported as ours.
+        self.unconfirmed_binds: dict[str, Attempt] = {}
         self._plugin_events: dict[str, list[ClusterEvent]] = {}
         self._bind_slots = asyncio.Semaphore(max_in_flight_binds)
         self._bind_tasks: set[asyncio.Task[None]] = set()
@@ -312,6 +317,14 @@ class Scheduler:
         """Converge the cache and queue to a fresh LIST of nodes and pods; returns repaired counts."""
         return self.events.resync(nodes, pods)
 
+    def resync_suspects(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> Suspects:
+        """Compare with a fresh LIST, leaving its differences to the watches for now; `settle` them later."""
+        return self.events.suspects(nodes, pods)
+
+    def settle(self, suspects: Suspects, deleted: Deleted) -> dict[str, int]:
+        """Repair (and count as drift) the suspects the watches did not resolve meanwhile."""
+        return self.events.settle(suspects, deleted)
+
     def resync_objects(self, kind: str, objects: list[Mapping[str, Any]]) -> dict[str, int]:
         """Converge one kind of the object store to a fresh LIST."""
         return self.events.resync_objects(kind, objects)
@@ -353,10 +366,31 @@ class Scheduler:
         task.add_done_callback(finished)
 
     def forget_pod_state(self, uid: str) -> None:
-        """Drop every per-pod record kept outside the queue and cache (failure reports, refusals)."""
+        """Drop every per-pod record kept outside the queue and cache (failure reports, refusals), and tell
+        the API adapter, whose queued failure report the binding or the deletion supersedes."""
         self.last_failure.pop(uid, None)
         self.parse_failures.pop(uid, None)
         self.unsupported.pop(uid, None)
+        self.unconfirmed_binds.pop(uid, None)
+        self.api.forget_pod(uid)
+
+    def state_sizes(self) -> dict[str, int]:
+        """Entries of every per-pod and per-node structure (for leak checks: each returns to its baseline
+        once the pods and nodes behind it are gone)."""
+        sizes = {
+            "pending": len(self.pending),
+            "last_failure": len(self.last_failure),
+            "parse_failures": len(self.parse_failures),
+            "unsupported": len(self.unsupported),
+            "unconfirmed_binds": len(self.unconfirmed_binds),
+            "bind_tasks": len(self._bind_tasks),
+            "waiting_pods": sum(len(f.waiting_pods) for f in self.profiles.values()),
+            "snapshot_nodes": len(self.snapshot.node_info_map),
+            "objects": sum(self.objects.counts().values()),
+        }
+        sizes.update({f"queue_{k}": v for k, v in self.queue.sizes().items()})
+        sizes.update({f"cache_{k}": v for k, v in self.cache.sizes().items()})
+        return sizes
 
     def pending_pods(self) -> list[PodInfo]:
         """The unassigned pods of our profiles this scheduler tracks (queued, in flight or parked)."""

@@ -338,6 +338,7 @@ def test_delete_from_every_queue(where: str) -> None:
         qpi = q.pop()
     assert q.queue_of("a") == where
     assert q.delete("a")
+    assert not q.delete("a"), "a second delete finds nothing (also while the pod is in flight)"
     assert "a" not in q and sum(q.pending().values()) == 0
     if qpi is not None:
         assert q.add_unschedulable_if_not_present(qpi, q.scheduling_cycle) is None

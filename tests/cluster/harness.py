@@ -283,6 +283,8 @@ class ControlPlane:
         self._owns_work_dir = False
         self._apiserver_port: int | None = None
         self._etcd_port: int | None = None
+        # How to tell each process is ready again after a restart: (url, token, accept).
+        self._probes: dict[str, tuple[str, str | None, Callable[[bytes], bool] | None]] = {}
 
     # -- public surface --
 
@@ -454,6 +456,37 @@ class ControlPlane:
             process.stop()
             self.processes.pop(name, None)
 
+    def signal_process(self, name: str, sig: signal.Signals) -> None:
+        """Send a signal to a component's process group (SIGSTOP/SIGCONT to freeze etcd, SIGKILL, ...)."""
+        process = self.processes[name]
+        if process.pid is None:
+            raise ControlPlaneError(f"{name} is not running")
+        os.killpg(process.pid, sig)
+
+    def kill_process(self, name: str) -> None:
+        """SIGKILL a component (no shutdown at all, as a crashed node would); `restart_process` brings it back."""
+        process = self.processes[name]
+        if process.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGCONT)  # a stopped process must not stay stopped
+                os.killpg(process.pid, signal.SIGKILL)
+        process.stop(timeout=10)
+
+    def restart_process(self, name: str) -> ManagedProcess:
+        """Start a component again with the same arguments (same ports, same etcd data) and wait until ready.
+
+        For kube-apiserver and etcd, whose readiness probes are known; the old process must be gone first
+        (`kill_process`).
+        """
+        old = self.processes[name]
+        if old.running():
+            raise ControlPlaneError(f"{name} is still running; kill it first")
+        url, token, accept = self._probes[name]
+        self.processes.pop(name)
+        process = self._launch(name, old.argv)
+        self._wait_ready(process, url, token=token, accept=accept)
+        return process
+
     def describe(self) -> str:
         lines = [
             f"Kubernetes {self.release} control plane",
@@ -494,6 +527,7 @@ class ControlPlane:
             "--log-level=warn",
         ]
         process = self._launch("etcd", argv)
+        self._probes["etcd"] = (f"{self.etcd_endpoint}/health", None, _etcd_healthy)
         self._wait_ready(process, f"{self.etcd_endpoint}/health", accept=_etcd_healthy)
 
     def _start_apiserver(self) -> None:
@@ -533,6 +567,7 @@ class ControlPlane:
             *self.config.apiserver_args,
         ]
         process = self._launch("kube-apiserver", argv)
+        self._probes["kube-apiserver"] = (f"{self.server}/readyz", self.token, None)
         self._wait_ready(process, f"{self.server}/readyz", token=self.token)
 
     def _write_kubeconfig(self) -> None:

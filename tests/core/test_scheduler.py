@@ -8,7 +8,7 @@ import pytest
 
 from scheduler.adapters.memory import MemoryCluster, RecordedEvent
 from scheduler.config.load import load_config
-from scheduler.core.api import AlreadyBoundError, BindError
+from scheduler.core.api import AlreadyBoundError, BindError, BindLandedError, BindOutcomeUnknownError
 from scheduler.core.clock import FakeClock
 from scheduler.core.explain import explain_pod
 from scheduler.core.profile import build_scheduler
@@ -386,3 +386,126 @@ async def test_explain_environment_shares_nothing_mutable_with_the_scheduler() -
     assert handle.objects.get("Namespace", "", "team") is not None
     expl = explain_pod(fwk, make_pod("p").image("registry.example.com/big:v1").info(), snapshot)
     assert dict(expl.nodes[0].scores)["ImageLocality"] > 0  # read from the explained snapshot, not the last cycle's
+
+
+class LostReplyCluster(MemoryCluster):
+    """The first bind lands but its reply is lost (BindError, and the watch has not told the scheduler yet);
+    later binds get the API's 409, which the writer reads as BindLandedError naming where the pod is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempted: list[str] = []
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        self.attempted.append(node_name)
+        spec = self.pods[pod.uid]["spec"]
+        landed = spec.get("nodeName")
+        if landed:
+            raise BindLandedError(f'pod {pod.name} is already assigned to node "{landed}"', landed)
+        spec["nodeName"] = node_name  # committed; the reply and the watch event are late
+        self.bindings.append((pod.key, node_name))
+        raise BindOutcomeUnknownError("connection reset by peer")
+
+
+async def test_lost_bind_reply_is_recorded_as_bound_where_the_api_says() -> None:
+    """A 409 for our own pod after a lost reply: bound on the node the API reports (not the node this attempt
+    chose), a Scheduled event naming it, counted as bound, and the cache holds the pod there."""
+    cluster = LostReplyCluster()
+    env = Env(cluster)
+    env.cluster.apply_node(make_node("a").capacity(cpu="2").obj())
+    env.cluster.apply_node(make_node("b").capacity(cpu="2").obj())
+    obj = env.pod(make_pod("p").req(cpu="1"))
+    uid = _uid(obj)
+    await env.settle(advance=False)
+    [first] = cluster.attempted
+    other = "b" if first == "a" else "a"
+    assert env.scheduler.cache.get_pod(uid) is None, "the failed attempt was forgotten"
+    env.cluster.apply_node(make_node(first).capacity(cpu="2").unschedulable().obj())  # next attempt goes elsewhere
+    await env.settle()
+    assert cluster.attempted == [first, other]
+    assert env.scheduler.bound_count == 1
+    held = env.scheduler.cache.get_pod(uid)
+    assert held is not None and held.node_name == first
+    for name, cpu in ((first, 1000), (other, 0)):
+        info = env.scheduler.cache.get_node(name)
+        assert info is not None and info.requested.milli_cpu == cpu, name
+    assert [(e.reason, e.note) for e in env.events_of(obj)] == [
+        ("FailedScheduling", 'running Bind plugin "DefaultBinder": connection reset by peer'),
+        ("Scheduled", f"Successfully assigned default/p to {first}"),
+    ]
+    assert uid not in env.scheduler.queue and uid not in env.scheduler.pending
+    env.scheduler.on_pod_event("MODIFIED", env.cluster.pods[uid])  # the watch catches up: confirmed in place
+    assert not env.scheduler.cache.is_assumed(uid)
+    held = env.scheduler.cache.get_pod(uid)
+    assert held is not None and held.node_name == first
+    assert env.scheduler.bound_count == 1 and len(env.events_of(obj)) == 2, "reported once"
+    assert env.scheduler.unconfirmed_binds == {}
+
+
+async def test_lost_bind_reply_seen_first_by_the_watch_is_reported_as_ours() -> None:
+    """The bind got no answer but landed; the watch shows the pod bound on that attempt's node before the
+    retry: the binding is reported as ours (Scheduled event, counted) and no second bind is attempted."""
+    cluster = LostReplyCluster()
+    env = Env(cluster)
+    env.cluster.apply_node(make_node("a").obj())
+    obj = env.pod(make_pod("p"))
+    uid = _uid(obj)
+    await env.settle(advance=False)
+    assert cluster.attempted == ["a"] and uid in env.scheduler.unconfirmed_binds
+    env.scheduler.on_pod_event("MODIFIED", env.cluster.pods[uid])  # the watch: bound on "a"
+    await env.settle()
+    assert cluster.attempted == ["a"], "nothing left to bind"
+    assert env.scheduler.bound_count == 1
+    assert [(e.reason, e.note) for e in env.events_of(obj)] == [
+        ("FailedScheduling", 'running Bind plugin "DefaultBinder": connection reset by peer'),
+        ("Scheduled", "Successfully assigned default/p to a"),
+    ]
+    held = env.scheduler.cache.get_pod(uid)
+    assert held is not None and held.node_name == "a"
+    assert env.scheduler.unconfirmed_binds == {} and uid not in env.scheduler.pending
+
+
+async def test_a_pod_bound_elsewhere_after_an_unanswered_bind_is_not_reported() -> None:
+    """An unanswered bind, then the watch shows the pod bound on another node (someone else's binding): the
+    pod leaves the queue, nothing is reported as ours."""
+    cluster = LostReplyCluster()
+    env = Env(cluster)
+    env.cluster.apply_node(make_node("a").obj())
+    env.cluster.apply_node(make_node("b").obj())
+    obj = env.pod(make_pod("p"))
+    uid = _uid(obj)
+    await env.settle(advance=False)
+    [chosen] = cluster.attempted
+    other = "b" if chosen == "a" else "a"
+    env.cluster.pods[uid]["spec"]["nodeName"] = other
+    env.scheduler.on_pod_event("MODIFIED", env.cluster.pods[uid])
+    await env.settle()
+    assert env.scheduler.bound_count == 0
+    assert [e.reason for e in env.events_of(obj)] == ["FailedScheduling"]
+    assert env.scheduler.unconfirmed_binds == {} and uid not in env.scheduler.pending
+
+
+class LandsThenNoAnswerCluster(MemoryCluster):
+    """The bind lands and the watch reports it while the client is still retrying; then the client gives up."""
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        obj = self.pods[pod.uid]
+        obj["spec"]["nodeName"] = node_name
+        self.bindings.append((pod.key, node_name))
+        if self.scheduler is not None:
+            self.scheduler.on_pod_event("MODIFIED", obj)
+        raise BindOutcomeUnknownError("connection reset by peer")
+
+
+async def test_an_unanswered_bind_the_watch_already_confirmed_is_a_success() -> None:
+    """No answer to the bind, but the watch showed the pod bound there during it: bound, no failure reported."""
+    env = Env(LandsThenNoAnswerCluster())
+    env.cluster.apply_node(make_node("a").obj())
+    obj = env.pod(make_pod("p"))
+    uid = _uid(obj)
+    await env.settle()
+    assert env.scheduler.bound_count == 1
+    assert [(e.reason, e.note) for e in env.events_of(obj)] == [("Scheduled", "Successfully assigned default/p to a")]
+    assert env.scheduler.unconfirmed_binds == {} and uid not in env.scheduler.pending
+    held = env.scheduler.cache.get_pod(uid)
+    assert held is not None and held.node_name == "a"

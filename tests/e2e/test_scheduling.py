@@ -202,7 +202,8 @@ async def test_resync_repairs_a_deletion_the_watch_missed(
     try:
         writer = ClusterWriter(client)
         scheduler = build_scheduler(writer, default_config())
-        watcher = ClusterWatcher(scheduler, client, writer)  # kopf is never started: the watch is "down"
+        # kopf is never started: the watch is "down", so nothing resolves the differences within the grace.
+        watcher = ClusterWatcher(scheduler, client, writer, lag_grace=1.0)
         await watcher.initial_sync()
         assert scheduler.cache.get_pod(uid) is not None
         info = scheduler.cache.get_node(node)
@@ -248,7 +249,8 @@ async def test_list_overlay_keeps_events_that_arrive_during_the_list(
         ghost: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": "ghost", "namespace": namespace, "uid": "ghost-uid", "resourceVersion": "1"},
+            # An event that arrives while the LIST is in flight is newer than the LIST.
+            "metadata": {"name": "ghost", "namespace": namespace, "uid": "ghost-uid", "resourceVersion": "99999999999"},
             "spec": {"nodeName": node, "schedulerName": "x", "containers": [{"name": "c", "image": "i"}]},
             "status": {"phase": "Running"},
         }

@@ -18,7 +18,13 @@ from collections.abc import AsyncIterable, Callable
 import aiohttp
 
 from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient
-from scheduler.adapters.cluster.streaming import ResourceExpiredError, WatchDiedError, check_event, open_watch
+from scheduler.adapters.cluster.streaming import (
+    ReconnectBackoff,
+    ResourceExpiredError,
+    WatchDiedError,
+    check_event,
+    open_watch,
+)
 from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, LIST_PAGE_SIZE, wait_or_stop
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.objects import KINDS
@@ -50,8 +56,10 @@ class ObjectInformer:
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.events = 0
+        self.lines = 0  # watch lines received (events and bookmarks), whatever ended their stream
         self.relists = 0
         self.reconnects = 0
+        self.backoffs = 0  # reconnects that waited (the stream before delivered nothing)
         self.last_activity = 0.0
 
     async def relist(self) -> None:
@@ -81,39 +89,48 @@ class ObjectInformer:
                     return
                 delay = min(delay * 2, BACKOFF_MAX)
         next_relist = self.clock() + self.resync_period
-        delay = BACKOFF_MIN
+        backoff = ReconnectBackoff(BACKOFF_MIN, BACKOFF_MAX)
         expired = False
         while not stop.is_set():
+            before = self.lines
+            error: Exception | None = None
             try:
                 if expired or self.clock() >= next_relist:
                     await self.relist()
                     next_relist = self.clock() + self.resync_period
                     expired = False
+                    before = self.lines - 1  # a LIST that worked is progress too
                 async with open_watch(self.client, self.path, self.resource_version) as lines:
-                    delivered = await self.consume(lines, next_relist)
-                if delivered:
-                    delay = BACKOFF_MIN
-                continue  # the server or the resync deadline ended a healthy stream: go on at once
+                    await self.consume(lines, next_relist)
             except ResourceExpiredError:
                 expired = True
                 continue
             except WatchDiedError:
                 raise
             except (ApiError, aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-                log.warning(
-                    "informer watch failed; reconnecting",
-                    extra={"kind": self.kind, "error": repr(exc), "delay": delay},
-                )
+                error = exc
+            # At once after a stream that delivered something (cut, ended by the server or by the resync
+            # deadline); back off only while reconnecting keeps failing.
+            delay = backoff.after(delivered=self.lines > before)
             self.reconnects += 1
-            if await wait_or_stop(stop, delay):
-                return
-            delay = min(delay * 2, BACKOFF_MAX)
+            if error is not None:
+                level = logging.WARNING if delay else logging.INFO
+                log.log(
+                    level,
+                    "informer watch failed; reconnecting",
+                    extra={"kind": self.kind, "error": repr(error), "delay": delay},
+                )
+            if delay:
+                self.backoffs += 1
+                if await wait_or_stop(stop, delay):
+                    return
 
     async def consume(self, lines: AsyncIterable[bytes], until: float) -> int:
         """Apply the events of one watch response until it ends or `until` (clock) passes; return the count."""
         count = 0
         async for line in lines:
             if line.strip():
+                self.lines += 1
                 self.handle(json.loads(line))
                 count += 1
             if self.clock() >= until:

@@ -8,8 +8,10 @@ resync keeps working. Nodes stay on kopf: few objects, few events.
 It starts from the resourceVersion of ClusterWatcher's initial pods LIST (no second LIST), asks for
 bookmarks and a server-side timeout, and reads with a socket timeout longer than the bookmark period, so a
 half-open connection ends in a reconnect instead of silence. A 410 (the resourceVersion was compacted
-away) relists through `ClusterWatcher.resync` and goes on from that LIST's resourceVersion; any other
-failure reconnects from the last resourceVersion seen, with a backoff of 0.5 s doubling to 10 s.
+away) relists through `ClusterWatcher.resync` and goes on from that LIST's resourceVersion; any other end
+reconnects from the last resourceVersion seen: at once after a stream that delivered events or bookmarks
+(a cut connection must not stall binds), with a backoff of 0.5 s doubling to 10 s only while reconnecting
+keeps failing (`ReconnectBackoff`, client-go's reflector rule).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from scheduler.adapters.cluster.client import JSON, ApiError
 from scheduler.adapters.cluster.streaming import (
     READ_TIMEOUT,
     SERVER_TIMEOUT,
+    ReconnectBackoff,
     ResourceExpiredError,
     check_event,
     open_watch,
@@ -56,40 +59,49 @@ class PodWatch:
         self.read_timeout = read_timeout
         self.resource_version = ""
         self.relists = 0
-        self.reconnects = 0
+        self.reconnects = 0  # every new WATCH request after the first
+        self.backoffs = 0  # reconnects that waited (the stream before delivered nothing)
+        self.lines = 0  # watch lines received (events and bookmarks), whatever ended their stream
+        self.backoff = ReconnectBackoff(BACKOFF_MIN, BACKOFF_MAX)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Watch until `stop` is set; starts once the initial LIST is applied."""
         await self.watcher.synced.wait()
         self.resource_version = self.resource_version or self.watcher.pods_resource_version
         expired = not self.resource_version
-        delay = BACKOFF_MIN
         while not stop.is_set():
+            before = self.lines
+            error: Exception | None = None
             try:
                 if expired:
                     await self.relist()
                     expired = False
                 async with self._open() as lines:
-                    if await self.consume(lines):
-                        delay = BACKOFF_MIN
-                        continue  # the server ended the watch (timeoutSeconds): reconnect at once
+                    await self.consume(lines)  # until the server ends the watch (timeoutSeconds)
             except ResourceExpiredError:
                 log.info("pod watch resourceVersion expired; relisting", extra={"rv": self.resource_version})
                 expired = True
                 continue
             except (ApiError, aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-                log.warning(
-                    "pod watch failed; reconnecting",
-                    extra={"error": repr(exc), "rv": self.resource_version, "delay": delay},
-                )
+                error = exc
+            delay = self.backoff.after(delivered=self.lines > before)
             self.reconnects += 1
-            if await wait_or_stop(stop, delay):
-                return
-            delay = min(delay * 2, BACKOFF_MAX)
+            if error is not None:
+                level = logging.WARNING if delay else logging.INFO
+                log.log(
+                    level,
+                    "pod watch failed; reconnecting",
+                    extra={"error": repr(error), "rv": self.resource_version, "delay": delay},
+                )
+            if delay:
+                self.backoffs += 1
+                if await wait_or_stop(stop, delay):
+                    return
 
     async def relist(self) -> None:
-        """A full resync (LIST + reconcile); the watch goes on from that LIST's resourceVersion."""
-        await self.watcher.resync()
+        """A full resync (LIST + reconcile); the watch goes on from that LIST's resourceVersion, so everything
+        the LIST shows is applied now (nothing is left to this watch as lag)."""
+        await self.watcher.resync(lag_aware=False)
         self.resource_version = self.watcher.pods_resource_version
         self.relists += 1
 
@@ -98,6 +110,7 @@ class PodWatch:
         count = 0
         async for line in lines:
             if line.strip():
+                self.lines += 1
                 self.handle(json.loads(line))
                 count += 1
         return count

@@ -20,6 +20,27 @@ SERVER_TIMEOUT = 300  # timeoutSeconds: must be an int (the API server answers 4
 READ_TIMEOUT = 90.0  # > the ~60 s bookmark period
 
 
+class ReconnectBackoff:
+    """When to reconnect a watch, as client-go's reflector decides: at once after a stream that delivered
+    something (a healthy connection that was cut, or ended by the server), and with a delay doubling from
+    `initial` to `cap` only while reconnecting keeps failing (nothing delivered: the server is down, refuses,
+    or closes at once)."""
+
+    def __init__(self, initial: float = 0.5, cap: float = 10.0) -> None:
+        self.initial = initial
+        self.cap = cap
+        self._next = initial
+
+    def after(self, delivered: bool) -> float:
+        """Seconds to wait before the next attempt, given whether the last stream delivered anything."""
+        if delivered:
+            self._next = self.initial
+            return 0.0
+        delay = self._next
+        self._next = min(delay * 2, self.cap)
+        return delay
+
+
 class ResourceExpiredError(Exception):
     """The watch's resourceVersion is too old (410 Gone): relist."""
 

@@ -12,7 +12,13 @@ every `resync_period` seconds through `Scheduler.resync`, which repairs and repo
 
 A LIST is a snapshot at one resourceVersion, but watch events keep arriving while it is in flight. Applying
 the snapshot as is would roll those newer events back (e.g. forget a pod bound a moment ago), so every watch
-event received during the LIST is recorded and overlaid on the snapshot before it is applied.
+event received during the LIST is recorded and overlaid on the snapshot, where it is newer than what the
+LIST shows (a watch that is catching up delivers events older than the LIST: those must not win).
+
+Conversely a LIST can be ahead of a watch that is catching up (after a reconnect, or on a slow stream): its
+differences are then watch lag, not drift. So a periodic resync applies nothing at once: it notes the
+differences (`Scheduler.resync_suspects`) and re-checks them `lag_grace` seconds later (`Scheduler.settle`).
+What the watches changed meanwhile was lag; what is still as it was is drift, repaired and counted then.
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ NODES_PATH = "/api/v1/nodes"
 PODS_PATH = "/api/v1/pods"
 DEFAULT_RESYNC_PERIOD = 300.0
 LIST_PAGE_SIZE = 500
+# How long a periodic resync leaves its differences to the watches before calling them drift: longer than a
+# reconnect of a failing watch waits (pod_watch.BACKOFF_MAX) plus a LIST of what it missed.
+LAG_GRACE = 15.0
 # Consecutive 401/403 answers to the initial LIST before the process gives up (exits non-zero) instead of
 # hanging unready: a few, because a RoleBinding created a moment ago may not be in the authorizer's cache yet.
 FORBIDDEN_ATTEMPTS = 3
@@ -68,6 +77,7 @@ class WatchStats:
     last_resync_seconds: float = 0.0
     drift_total: dict[str, int] = field(default_factory=dict)
     consecutive_drifting_resyncs: int = 0
+    lag_resolved: int = 0  # differences of periodic resyncs the watches resolved within lag_grace (not drift)
 
 
 def _pod_key(obj: JSON) -> str:
@@ -77,6 +87,35 @@ def _pod_key(obj: JSON) -> str:
 
 def _node_key(obj: JSON) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _rv_number(obj: JSON | None) -> int | None:
+    """An object's resourceVersion as a number, or None. Kubernetes calls resourceVersions opaque, but the
+    etcd3 storage of every API server writes decimal revisions; only overlay ordering relies on this, and an
+    unparsable one falls back to "the watch event wins"."""
+    rv = ((obj or {}).get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(str(rv))
+    except (TypeError, ValueError):
+        return None
+
+
+def _event_is_older(event: JSON, listed: JSON | None, list_rv: str) -> bool:
+    """Is a watch event received during a LIST older than what the LIST shows? (True: the LIST wins.)
+
+    Listed: compare the two versions. Not listed: an event older than the LIST itself is for an object the
+    LIST no longer has (deleted since), which the event must not bring back.
+    """
+    seen = _rv_number(event)
+    if seen is None:
+        return False
+    if listed is not None:
+        shown = _rv_number(listed)
+        return shown is not None and seen < shown
+    try:
+        return seen <= int(list_rv)
+    except ValueError:
+        return False
 
 
 class _NoDiffBase(kopf.DiffBaseStorage):
@@ -138,8 +177,10 @@ class ClusterWatcher:
         resync_period: float = DEFAULT_RESYNC_PERIOD,
         settings: kopf.OperatorSettings | None = None,
         clock: Callable[[], float] = time.monotonic,
+        lag_grace: float = LAG_GRACE,
     ) -> None:
         self.scheduler = scheduler
+        self.lag_grace = lag_grace
         self.client = client
         self.writer = writer
         self.resync_period = resync_period
@@ -149,6 +190,8 @@ class ClusterWatcher:
         self.synced = asyncio.Event()
         self.registry = kopf.OperatorRegistry()
         self._recording: dict[Key, tuple[str | None, JSON]] | None = None
+        self._list_lock = asyncio.Lock()  # one LIST (and its recording) at a time
+        self._deletions: set[Key] | None = None  # deletions seen while a resync waits for the watches
         self.pods_resource_version = ""  # of the latest pods LIST: where PodWatch starts (or resumes after 410)
         self._register()
 
@@ -177,6 +220,8 @@ class ClusterWatcher:
         key = _pod_key(obj) if resource == "pods" else _node_key(obj)
         if self._recording is not None:
             self._recording[(resource, key)] = (kind, obj)
+        if kind == DELETED and self._deletions is not None:
+            self._deletions.add((resource, key))
         try:
             if resource == "pods":
                 self.scheduler.on_pod_event(kind, obj)
@@ -209,16 +254,17 @@ class ClusterWatcher:
     # ------------------------------------------------------------------ LIST + reconcile
 
     async def list_cluster(self) -> tuple[list[JSON], list[JSON]]:
-        """LIST nodes and non-terminal pods; overlay the watch events that arrived meanwhile."""
-        self._recording = {}
-        try:
-            (nodes, _), (pods, pods_rv) = await asyncio.gather(
-                self.client.list_all(NODES_PATH, limit=LIST_PAGE_SIZE),
-                self.client.list_all(PODS_PATH, field_selector=POD_FIELD_SELECTOR, limit=LIST_PAGE_SIZE),
-            )
-            recorded = self._recording
-        finally:
-            self._recording = None
+        """LIST nodes and non-terminal pods; overlay the newer watch events that arrived meanwhile."""
+        async with self._list_lock:
+            self._recording = {}
+            try:
+                (nodes, nodes_rv), (pods, pods_rv) = await asyncio.gather(
+                    self.client.list_all(NODES_PATH, limit=LIST_PAGE_SIZE),
+                    self.client.list_all(PODS_PATH, field_selector=POD_FIELD_SELECTOR, limit=LIST_PAGE_SIZE),
+                )
+                recorded = self._recording
+            finally:
+                self._recording = None
         self.stats.last_list = self.clock()
         self.pods_resource_version = pods_rv
         if not recorded:
@@ -226,10 +272,10 @@ class ClusterWatcher:
         by_node = {_node_key(o): o for o in nodes}
         by_pod = {_pod_key(o): o for o in pods}
         for (resource, key), (kind, obj) in recorded.items():
-            target = by_pod if resource == "pods" else by_node
+            target, list_rv = (by_pod, pods_rv) if resource == "pods" else (by_node, nodes_rv)
             if kind == DELETED:
-                target.pop(key, None)
-            else:
+                target.pop(key, None)  # a deletion is final (a new object gets a new uid)
+            elif not _event_is_older(obj, target.get(key), list_rv):
                 target[key] = obj
         return list(by_node.values()), list(by_pod.values())
 
@@ -264,11 +310,31 @@ class ClusterWatcher:
             self.stats.handler_errors += 1
             log.exception("applying a listed object failed", extra={"resource": resource})
 
-    async def resync(self) -> dict[str, int]:
-        """LIST and converge the cache (Scheduler.resync); returns and logs the repaired counts."""
+    async def resync(self, *, lag_aware: bool = True) -> dict[str, int]:
+        """LIST and converge the cache; returns and logs the repaired counts (the drift).
+
+        lag_aware (periodic resyncs): differences are left to the watches for `lag_grace` seconds, and only
+        those still unresolved then are repaired and counted (`Scheduler.settle`). Otherwise (after a 410,
+        when the pod watch restarts from this LIST) everything is applied at once (`Scheduler.resync`).
+        """
         start = self.clock()
-        nodes, pods = await self.list_cluster()
-        repaired = self.scheduler.resync(list[Mapping[str, Any]](nodes), list[Mapping[str, Any]](pods))
+        if lag_aware:
+            self._deletions = set()
+            try:
+                nodes, pods = await self.list_cluster()
+                suspects = self.scheduler.resync_suspects(list[Mapping[str, Any]](nodes), list[Mapping[str, Any]](pods))
+                repaired: dict[str, int] = {}
+                if suspects:
+                    log.debug("resync: waiting for the watches", extra={"differences": len(suspects)})
+                    await asyncio.sleep(self.lag_grace)
+                    deletions = self._deletions
+                    repaired = self.scheduler.settle(suspects, lambda resource, key: (resource, key) in deletions)
+                    self.stats.lag_resolved += len(suspects) - sum(repaired.values())
+            finally:
+                self._deletions = None
+        else:
+            nodes, pods = await self.list_cluster()
+            repaired = self.scheduler.resync(list[Mapping[str, Any]](nodes), list[Mapping[str, Any]](pods))
         self.stats.resyncs += 1
         self.stats.last_resync_seconds = self.clock() - start
         drift = {k: v for k, v in repaired.items() if v}

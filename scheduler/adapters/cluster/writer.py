@@ -31,6 +31,8 @@ from scheduler.core.api import (
     EVENT_SCHEDULED,
     AlreadyBoundError,
     BindError,
+    BindLandedError,
+    BindOutcomeUnknownError,
     PodGoneError,
     WriteError,
 )
@@ -46,6 +48,10 @@ STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 # re-written every refreshTime (tools/events/event_broadcaster.go).
 EVENT_SERIES_FINISH = 6 * 60.0
 EVENT_SERIES_REFRESH = 30 * 60.0
+# How long a bind waits for a PodScheduled patch of the same pod that is already in flight, so the binding
+# (which sets PodScheduled=True) reaches the API server after it, as upstream's API dispatcher orders calls
+# of one object. Bounded: should the patch hang, the bind goes on and `_restore_scheduled` repairs the rest.
+STATUS_IN_FLIGHT_WAIT = 5.0
 
 
 class PreemptionCallError(Exception):
@@ -73,6 +79,7 @@ class _EventEntry:
     last_observed: float
     count: int = 1
     written_count: int = 1
+    uid: str = ""
 
 
 @dataclass(slots=True)
@@ -94,6 +101,7 @@ class WriterStats:
     binds: int = 0
     volume_updates: int = 0
     volume_update_errors: int = 0
+    binds_landed: int = 0  # 409 on a bind whose earlier attempt had landed (reply lost): bound, not a conflict
     bind_conflicts: int = 0
     bind_gone: int = 0
     bind_errors: int = 0
@@ -102,6 +110,8 @@ class WriterStats:
     events_coalesced: int = 0
     status_patched: int = 0
     status_skipped: int = 0
+    status_superseded: int = 0  # queued failure reports dropped because the pod was bound or went away
+    status_restored: int = 0  # PodScheduled=True written back after our False landed on a bound pod
     dropped_events: int = 0
     write_errors: int = 0
     queue_high_water: int = 0
@@ -141,6 +151,8 @@ class ClusterWriter:
         self._idle.set()
         self._tasks: list[asyncio.Task[None]] = []
         self._event_cache: dict[tuple[str, ...], _EventEntry] = {}
+        self._event_keys: dict[str, set[tuple[str, ...]]] = {}  # pod uid -> its keys in _event_cache
+        self._status_in_flight: dict[str, asyncio.Event] = {}  # pod uid -> set when its status patch is done
         self._conditions: collections.OrderedDict[str, tuple[str, str, str, str]] = collections.OrderedDict()
         self._max_conditions = max_remembered_conditions
         self._closing = False
@@ -180,8 +192,28 @@ class ClusterWriter:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def forget_pod(self, uid: str) -> None:
-        """The pod is gone: drop the condition we remember writing for it."""
+        """The pod was bound, deleted or finished: its queued failure report is superseded (dropped), and
+        what is remembered for it goes (the last condition written, its event aggregation entries; a series
+        whose count changed since it was last written gets its final count first, as client-go's finishSeries).
+        """
         self._conditions.pop(uid, None)
+        if self._status.pop(uid, None) is not None:
+            self.stats.status_superseded += 1
+        for key in self._event_keys.pop(uid, ()):
+            entry = self._event_cache.pop(key, None)
+            if entry is not None and entry.count > 1 and entry.count != entry.written_count:
+                self._enqueue_event(self._series_write(entry))
+
+    def state_sizes(self) -> dict[str, int]:
+        """Entries of every per-pod structure and queue (for leak checks)."""
+        return {
+            "queued_events": len(self._events),
+            "queued_status": len(self._status),
+            "status_in_flight": len(self._status_in_flight),
+            "event_cache": len(self._event_cache),
+            "event_cache_pods": len(self._event_keys),
+            "conditions": len(self._conditions),
+        }
 
     # ------------------------------------------------------------------ ClusterAPI: bind
 
@@ -196,6 +228,12 @@ class ClusterWriter:
             "metadata": metadata,
             "target": {"kind": "Node", "name": node_name},
         }
+        # The binding supersedes a queued failure report of this pod (upstream's API dispatcher: a binding call
+        # overwrites a pending status patch of the same object) and goes out after one already in flight.
+        if self._status.pop(pod.uid, None) is not None:
+            self._conditions.pop(pod.uid, None)  # never written: a later identical failure must be written
+            self.stats.status_superseded += 1
+        await self._status_settled(pod.uid)
         # Bounded by the guard's allowance (retries included): no bind attempt starts once leadership may be lost.
         allowance = self.bind_guard() if self.bind_guard is not None else None
         try:
@@ -204,13 +242,17 @@ class ClusterWriter:
         except TimeoutError as exc:
             self.stats.bind_errors += 1
             log.error("binding stopped: leadership may be lost", extra={"pod": pod.key, "node": node_name})
-            raise BindError(f"binding {pod.key} did not finish while this replica surely led") from exc
+            raise BindOutcomeUnknownError(f"binding {pod.key} did not finish while this replica surely led") from exc
         except ApiError as exc:
             if exc.status == 409:
-                if await self._bound_to(pod, node_name):
-                    # A retried POST whose first attempt succeeded after all.
+                landed = await self._bound_node(pod, node_name)
+                if landed == node_name:  # a retried POST whose first attempt succeeded after all
                     self.stats.binds += 1
                     return
+                if landed:  # this very pod (same uid) is bound: a bind of an earlier attempt landed, reply lost
+                    self.stats.binds_landed += 1
+                    log.info("an earlier bind landed; its reply was lost", extra={"pod": pod.key, "node": landed})
+                    raise BindLandedError(exc.message, landed) from exc
                 self.stats.bind_conflicts += 1
                 raise AlreadyBoundError(exc.message) from exc
             if exc.status == 404:
@@ -218,20 +260,37 @@ class ClusterWriter:
                 raise PodGoneError(exc.message) from exc
             self.stats.bind_errors += 1
             log.error("binding failed", extra={"pod": pod.key, "node": node_name, "error": exc.message})
+            if exc.status == 0 or exc.status >= 500:  # no answer, or a server error: it may have landed
+                raise BindOutcomeUnknownError(exc.message) from exc
             raise BindError(exc.message) from exc
         self.stats.binds += 1
 
-    async def _bound_to(self, pod: PodInfo, node_name: str) -> bool:
-        """Is the pod (same uid) bound to node_name? Used to tell our own retried bind from a real conflict."""
+    async def _bound_node(self, pod: PodInfo, node_name: str) -> str:
+        """The node this very pod (same uid) is bound to after a 409, or "" when it is gone, recreated or unbound.
+
+        Tells our own bind that landed (a retried POST, or an earlier attempt whose reply was lost) from a real
+        conflict. When the pod cannot be read, the outcome is unknown: BindError, so the pod is retried.
+        """
         try:
-            path = pod_path(pod.namespace, pod.name)
-            obj = await self.client.request("GET", path, retry="never", request_timeout=10.0)
-        except ApiError:
-            return False
+            obj = await self.client.request("GET", pod_path(pod.namespace, pod.name), request_timeout=10.0)
+        except ApiError as exc:
+            if exc.status == 404:
+                return ""
+            self.stats.bind_errors += 1
+            raise BindError(f"binding {pod.key} to {node_name} answered 409 and the pod cannot be read: {exc}") from exc
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         same_pod = "/" in pod.uid or meta.get("uid") == pod.uid
-        return bool(same_pod and spec.get("nodeName") == node_name)
+        return str(spec.get("nodeName") or "") if same_pod else ""
+
+    async def _status_settled(self, uid: str) -> None:
+        """Wait (at most STATUS_IN_FLIGHT_WAIT) until no PodScheduled patch of this pod is in flight."""
+        done = self._status_in_flight.get(uid)
+        if done is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(STATUS_IN_FLIGHT_WAIT):
+                await done.wait()
 
     # ------------------------------------------------------------------ ClusterAPI: volume binding writes
 
@@ -395,7 +454,8 @@ class ClusterWriter:
             "note": note,
             "type": type_,
         }
-        self._event_cache[key] = _EventEntry(pod.namespace, name, body, now, now)
+        self._event_cache[key] = _EventEntry(pod.namespace, name, body, now, now, uid=pod.uid)
+        self._event_keys.setdefault(pod.uid, set()).add(key)
         self._enqueue_event(_Write("event", pod.namespace, name, body, pod.key, pod.uid))
 
     @staticmethod
@@ -456,8 +516,11 @@ class ClusterWriter:
     # ------------------------------------------------------------------ workers
 
     def _next(self) -> _Write | None:
-        if self._status:  # conditions first: autoscalers read PodScheduled, people read events
-            return self._status.popitem(last=False)[1]
+        # Conditions first: autoscalers read PodScheduled, people read events. One patch per pod at a time, so
+        # an older report of a pod can never land after a newer one.
+        for uid in self._status:
+            if uid not in self._status_in_flight:
+                return self._status.pop(uid)
         if self._events:
             return self._events.popleft()
         return None
@@ -472,6 +535,9 @@ class ClusterWriter:
                 await self._ready.wait()
                 continue
             self._in_flight += 1
+            settled = None
+            if write.kind == "status":
+                settled = self._status_in_flight[write.uid] = asyncio.Event()
             try:
                 await self._perform(write)
             except asyncio.CancelledError:
@@ -481,19 +547,26 @@ class ClusterWriter:
                 log.exception("unexpected error writing to the API", extra={"pod": write.pod, "kind": write.kind})
             finally:
                 self._in_flight -= 1
+                if settled is not None:
+                    settled.set()
+                    if self._status_in_flight.get(write.uid) is settled:
+                        del self._status_in_flight[write.uid]
+                    self._wake()  # a patch of the same pod may be waiting for this one
                 if not self.queued() and not self._in_flight:
                     self._idle.set()
 
     async def _perform(self, write: _Write) -> None:
         try:
             if write.kind == "status":
-                await self.client.request(
+                pod = await self.client.request(
                     "PATCH",
                     pod_path(write.namespace, write.name, "status"),
                     body=write.body,
                     content_type=STRATEGIC_MERGE,
                 )
                 self.stats.status_patched += 1
+                if isinstance(pod, dict) and (pod.get("spec") or {}).get("nodeName"):
+                    await self._restore_scheduled(write)
             elif write.kind == "event":
                 await self.client.request(
                     "POST", events_path(write.namespace), body=write.body, limiter=self.client.event_limiter
@@ -502,6 +575,11 @@ class ClusterWriter:
             else:
                 await self._patch_series(write)
         except ApiError as exc:
+            if write.kind != "status" and exc.status == 409:
+                # AlreadyExists: a retried POST whose first attempt landed (the reply was lost). The event exists,
+                # which is all we wanted.
+                self.stats.events_written += 1
+                return
             if write.kind == "status" and exc.status in (404, 409):
                 self._conditions.pop(write.uid, None)  # the pod is gone or was recreated: nothing to report
                 log.info("pod gone before its condition was written", extra={"pod": write.pod})
@@ -513,6 +591,27 @@ class ClusterWriter:
                 "failed to write to the API",
                 extra={"kind": write.kind, "pod": write.pod, "status": exc.status, "error": exc.message},
             )
+
+    async def _restore_scheduled(self, write: _Write) -> None:
+        """Our PodScheduled=False landed on a pod already bound (its binding, possibly ours with a lost reply,
+        came first): write back what the binding wrote (True, no reason, no message), or the bound pod would
+        read as unschedulable for good. The PATCH answer is the pod right after our write, so this is exact."""
+        self._conditions.pop(write.uid, None)
+        condition: JSON = {
+            "type": "PodScheduled",
+            "status": "True",
+            "reason": None,  # strategic merge: null removes the key
+            "message": None,
+            "lastTransitionTime": rfc3339(datetime.now(UTC)),
+        }
+        await self.client.request(
+            "PATCH",
+            pod_path(write.namespace, write.name, "status"),
+            body={"status": {"conditions": [condition]}},
+            content_type=STRATEGIC_MERGE,
+        )
+        self.stats.status_restored += 1
+        log.info("restored PodScheduled=True: our failure report landed on a bound pod", extra={"pod": write.pod})
 
     async def _patch_series(self, write: _Write) -> None:
         path = events_path(write.namespace, write.name)
@@ -552,3 +651,8 @@ class ClusterWriter:
                 entry.first_seen = now
             if finished:
                 del self._event_cache[key]
+                keys = self._event_keys.get(entry.uid)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self._event_keys[entry.uid]

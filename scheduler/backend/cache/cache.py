@@ -129,6 +129,17 @@ class Drift:
         return "; ".join(parts) if parts else "no drift"
 
 
+@dataclass(slots=True)
+class Differences:
+    """What a fresh LIST would change in the cache: the drift report plus the records to apply."""
+
+    drift: Drift
+    node_put: list[NodeRecord]  # missing or stale nodes, as listed
+    node_remove: list[str]  # node names gone from the LIST
+    pod_put: list[PodInfo]  # missing or stale assigned pods (and assumed pods the LIST shows bound), as listed
+    pod_drop: list[str]  # uids of cached pods gone from the LIST (assumed pods excluded)
+
+
 def resource_dict(res: Resource, pods: int | None = None) -> dict[str, int]:
     """A Resource as {API name: amount} (cpu in millicores), for dumps; `pods` overrides the pod count."""
     out = {
@@ -365,6 +376,18 @@ class Cache:
     def assumed_count(self) -> int:
         return len(self._assumed)
 
+    def sizes(self) -> dict[str, int]:
+        """Entries of every internal map (placeholder NodeInfos included), for leak checks."""
+        return {
+            "node_infos": len(self._nodes),
+            "tree_nodes": len(self._tree),
+            "tree_zones": len(self._tree.zones()),
+            "pods": len(self._pods),
+            "assumed": len(self._assumed),
+            "recent": len(self._recent),
+            "images": len(self._image_states),
+        }
+
     @property
     def node_tree(self) -> NodeTree:
         return self._tree
@@ -523,6 +546,11 @@ class Cache:
         for keys in (drift.missing_pods, drift.stale_pods, drift.extra_pods):
             keys.sort()
         return drift, node_add, node_update, node_remove, pod_put, pod_drop
+
+    def differences(self, nodes: list[NodeRecord], pods: list[PodInfo]) -> Differences:
+        """Compare with a fresh LIST without changing anything (for a caller that applies selectively)."""
+        drift, node_add, node_update, node_remove, pod_put, pod_drop = self._diff(nodes, pods)
+        return Differences(drift, node_add + node_update, node_remove, pod_put, pod_drop)
 
     def compare(self, nodes: list[NodeRecord], pods: list[PodInfo]) -> Drift:
         """Report how the cache differs from a fresh LIST of nodes and pods (pods of any scheduler).

@@ -144,8 +144,10 @@ class SchedulingQueue:
 
     @staticmethod
     def _compact(heap: list[_Entry], live: dict[str, _Entry]) -> None:
-        """Rebuild a heap from its live entries once stale ones outnumber them."""
-        if len(heap) > 2 * len(live) + 64:
+        """Rebuild a heap from its live entries once stale ones outnumber them (at once when none is live)."""
+        if not live:
+            heap.clear()
+        elif len(heap) > 2 * len(live) + 64:
             heap[:] = live.values()
             heapq.heapify(heap)
 
@@ -447,6 +449,20 @@ class SchedulingQueue:
             BACKOFF: len(self._backoff),
             UNSCHEDULABLE: len(self._unschedulable),
             GATED: len(self._gated),
+        }
+
+    def sizes(self) -> dict[str, int]:
+        """Entries of every internal map and heap (stale heap entries included), for leak checks."""
+        return {
+            "active": len(self._active),
+            "active_heap": len(self._active_heap),
+            "backoff": len(self._backoff),
+            "backoff_heap": len(self._backoff_heap),
+            "unschedulable": len(self._unschedulable),
+            "gated": len(self._gated),
+            "in_flight": len(self._in_flight),
+            "updated_in_flight": len(self._updated_in_flight),
+            "deleted_in_flight": len(self._deleted_in_flight),
         }
 
     def unschedulable_pods(self) -> list[QueuedPodInfo]:

@@ -1,0 +1,159 @@
+"""A periodic resync tells watch lag from drift: differences the watches resolve within the grace period are
+lag (neither repaired from the LIST nor counted); those still as they were at LIST time are drift.
+
+The in-memory cluster plays the API server; "the watch" is whatever the test delivers through the
+scheduler's event handlers, so a test can hold events back (lag) or drop them (drift).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from scheduler.adapters.memory import MemoryCluster
+from scheduler.core.clock import FakeClock
+from scheduler.core.profile import build_scheduler
+from scheduler.core.scheduler import Scheduler
+from scheduler.framework.observer import Observer
+from scheduler.testing import make_node, make_pod
+
+JSON = dict[str, Any]
+
+
+class DriftCounter(Observer):
+    def __init__(self) -> None:
+        self.drift: dict[str, int] = {}
+
+    def cache_drift(self, kind: str, count: int) -> None:
+        self.drift[kind] = self.drift.get(kind, 0) + count
+
+
+def _nothing_deleted(resource: str, key: str) -> bool:
+    return False
+
+
+class Env:
+    def __init__(self) -> None:
+        self.cluster = MemoryCluster()
+        self.clock = FakeClock()
+        self.observer = DriftCounter()
+        self.scheduler: Scheduler = build_scheduler(self.cluster, clock=self.clock, seed=0, observer=self.observer)
+        self.cluster.attach(self.scheduler)
+
+    async def settle(self) -> None:
+        await self.scheduler.run_until_idle(advance=self.clock.advance_to)
+
+    def listed(self) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        return list(self.cluster.nodes.values()), list(self.cluster.pods.values())
+
+
+async def test_differences_the_watch_delivers_within_the_grace_are_lag() -> None:
+    """Pod deleted, pod created bound and node added behind the watch's back; the watch delivers them after
+    the LIST: nothing is drift, nothing counted."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").obj())
+    gone = make_pod("gone").uid("gone").node("n1").obj()
+    env.cluster.apply_pod(gone)
+    late_pod = make_pod("late").uid("late").node("n1").obj()
+    late_node = make_node("n2").obj()
+    # The API has these changes; the watch has not delivered them yet.
+    del env.cluster.pods["gone"]
+    env.cluster.pods["late"] = late_pod
+    env.cluster.nodes["n2"] = late_node
+    suspects = env.scheduler.resync_suspects(*env.listed())
+    assert set(suspects.pods) == {"gone", "late"} and set(suspects.nodes) == {"n2"}
+    assert env.scheduler.cache.get_pod("gone") is not None, "nothing is applied before the grace ends"
+    # The watch catches up.
+    env.scheduler.on_pod_event("DELETED", gone)
+    env.scheduler.on_pod_event("ADDED", late_pod)
+    env.scheduler.on_node_event("ADDED", late_node)
+    assert env.scheduler.settle(suspects, _nothing_deleted) == {}
+    assert env.observer.drift == {}
+
+
+async def test_differences_the_watch_never_delivers_are_drift() -> None:
+    """The same changes with the events lost: repaired and counted as drift when the grace ends."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
+    gone = make_pod("gone").uid("gone").req(cpu="2").node("n1").obj()
+    env.cluster.apply_pod(gone)
+    del env.cluster.pods["gone"]
+    env.cluster.pods["late"] = make_pod("late").uid("late").node("n1").obj()
+    env.cluster.nodes["n2"] = make_node("n2").obj()
+    waiting = make_pod("waiting").uid("waiting").req(cpu="1").obj()
+    env.cluster.apply_pod(waiting)
+    await env.settle()
+    assert env.cluster.node_of("waiting") is None, "n1 looks full while the cache holds the deleted pod"
+    suspects = env.scheduler.resync_suspects(*env.listed())
+    repaired = env.scheduler.settle(suspects, _nothing_deleted)
+    assert repaired == {"extra_pods": 1, "missing_pods": 1, "missing_nodes": 1}
+    assert env.observer.drift == repaired
+    assert env.scheduler.cache.get_pod("gone") is None and env.scheduler.cache.get_node("n2") is not None
+    await env.settle()
+    assert env.cluster.node_of("waiting") is not None, "the repaired cache frees the room"
+
+
+async def test_a_deletion_seen_during_the_grace_is_not_undone() -> None:
+    """A pod the LIST showed but the watch deleted afterwards is not brought back from the (older) LIST."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").obj())
+    fresh = make_pod("fresh").uid("fresh").node("n1").obj()
+    env.cluster.pods["fresh"] = fresh  # created; the watch is late
+    suspects = env.scheduler.resync_suspects(*env.listed())
+    assert "fresh" in suspects.pods
+    env.cluster.pods.clear()  # then deleted; the watch delivers only the deletion
+    env.scheduler.on_pod_event("DELETED", fresh)
+    assert env.scheduler.settle(suspects, lambda resource, key: (resource, key) == ("pods", "fresh")) == {}
+    assert env.scheduler.cache.get_pod("fresh") is None
+
+
+async def test_pending_pod_bound_by_another_scheduler_during_a_watch_gap() -> None:
+    """A pending pod the LIST shows bound elsewhere leaves the queue and enters the cache, counted once."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").capacity(cpu="1").obj())
+    obj = make_pod("p").uid("p").req(cpu="4").obj()
+    env.cluster.apply_pod(obj)
+    await env.settle()
+    assert "p" in env.scheduler.pending
+    env.cluster.pods["p"] = make_pod("p").uid("p").req(cpu="4").node("n1").obj()  # bound by someone; event lost
+    suspects = env.scheduler.resync_suspects(*env.listed())
+    repaired = env.scheduler.settle(suspects, _nothing_deleted)
+    assert repaired == {"missing_pods": 1}
+    assert "p" not in env.scheduler.pending and "p" not in env.scheduler.queue
+    held = env.scheduler.cache.get_pod("p")
+    assert held is not None and held.node_name == "n1"
+
+
+@pytest.mark.parametrize("lag_aware", [pytest.param(True, id="periodic"), pytest.param(False, id="after-410")])
+async def test_own_binding_in_flight_is_neither_drift_nor_forgotten(lag_aware: bool) -> None:
+    """A LIST that already shows our in-flight bind confirms the assumed pod; nothing is counted or dropped."""
+    env = Env()
+    node = make_node("n1").obj()
+    env.cluster.apply_node(node)
+    pod = make_pod("p").uid("p").info()
+    env.scheduler.pending["p"] = pod  # popped and assumed by a scheduling cycle; its bind is in flight
+    env.scheduler.cache.assume_pod(pod, "n1")
+    listed = make_pod("p").uid("p").node("n1").obj()
+    if lag_aware:
+        assert len(env.scheduler.resync_suspects([node], [listed])) == 0
+    else:
+        assert not any(env.scheduler.resync([node], [listed]).values())
+    held = env.scheduler.cache.get_pod("p")
+    assert not env.scheduler.cache.is_assumed("p") and held is not None and held.node_name == "n1"
+    assert "p" in env.scheduler.pending, "the binding cycle, not the resync, finishes its own pod"
+    assert env.observer.drift == {}
+
+
+async def test_an_older_unbound_version_never_requeues_a_bound_pod() -> None:
+    """A lagging watch replaying a pod's unbound past after the cache holds it bound: ignored."""
+    env = Env()
+    env.cluster.apply_node(make_node("n1").obj())
+    unbound = make_pod("p").uid("p").obj()
+    bound = make_pod("p").uid("p").node("n1").obj()
+    env.scheduler.on_pod_event("MODIFIED", bound)
+    env.scheduler.on_pod_event("MODIFIED", unbound)
+    assert "p" not in env.scheduler.pending and "p" not in env.scheduler.queue
+    held = env.scheduler.cache.get_pod("p")
+    assert held is not None and held.node_name == "n1"
