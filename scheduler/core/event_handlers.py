@@ -55,6 +55,10 @@ class Suspects:
 
 
 Deleted = Callable[[str, str], bool]
+
+
+def _never(resource: str, key: str) -> bool:
+    return False
 """(resource, key) -> did the watch delete it lately ("nodes"/name, "pods"/uid): a LIST taken before the
 deletion must not bring it back."""
 
@@ -283,7 +287,9 @@ class EventHandlers:
                 assigned.append(pod)
             elif pod.scheduler_name in s.profiles:
                 pending_uids.add(pod.uid)
-                if pod.uid not in s.pending and pod.uid not in s.unsupported:
+                # spec.nodeName never goes back to empty: a pod the cache holds (assumed, or bound as a newer
+                # event said) is one this LIST saw before its binding. Queueing it again would schedule it twice.
+                if pod.uid not in s.pending and pod.uid not in s.unsupported and s.cache.get_pod(pod.uid) is None:
                     self._pending_pod(pod)
         assigned_uids = {p.uid for p in assigned}
         for uid in [u for u in (*s.unsupported, *s.parse_failures) if u not in pending_uids]:
@@ -318,14 +324,24 @@ class EventHandlers:
             log.warning("cache drift repaired", extra={"drift": repaired})
             s.move(ClusterEvent(NODE, ActionType.ALL, "Resync"))
 
-    def suspects(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> Suspects:
+    def suspects(
+        self,
+        nodes: list[Mapping[str, Any]],
+        pods: list[Mapping[str, Any]],
+        touched: Deleted | None = None,
+    ) -> Suspects:
         """Compare with a fresh LIST but leave every difference to the watches for now (see `settle`).
 
         Watches that are catching up (a reconnect, a slow stream) show as differences too; applying the LIST
         at once would count that lag as drift and let the late events replay older versions afterwards.
         Only the routine part is applied now: assumed pods the LIST shows bound where assumed are confirmed.
+        `touched(resource, key)` says a watch event for the object arrived after the LIST was requested: the
+        cache is then at least as new as the LIST for it, so it is no suspect (a pod bound and confirmed while
+        a slow LIST was in flight must not be dropped for being absent or unbound in that LIST).
         """
         s = self.s
+        if touched is None:
+            touched = _never
         node_records, assigned, pending_uids = self._listed(nodes, pods)
         diff = s.cache.differences(node_records, assigned)
         out = Suspects()
@@ -335,21 +351,26 @@ class EventHandlers:
             return info.node if info is not None else None
 
         for record in diff.node_put:
-            out.nodes[record.name] = (held_node(record.name), record)
+            if not touched("nodes", record.name):
+                out.nodes[record.name] = (held_node(record.name), record)
         for name in diff.node_remove:
-            out.nodes[name] = (held_node(name), None)
+            if not touched("nodes", name):
+                out.nodes[name] = (held_node(name), None)
         for uid, pod in s.pending.items():
             # Pending pods the cache holds are being bound by us: the binding cycle finishes them.
             if uid not in pending_uids and s.cache.get_pod(uid) is None:
                 out.pending[uid] = pod
         for pod in diff.pod_put:
+            if touched("pods", pod.uid):
+                continue
             held = s.cache.get_pod(pod.uid)
             if held is not None and s.cache.is_assumed(pod.uid) and held.node_name == pod.node_name:
                 s.cache.add_pod(pod)  # confirms our own binding: routine, not drift
                 continue
             out.pods[pod.uid] = (held, pod)
         for uid in diff.pod_drop:
-            out.pods[uid] = (s.cache.get_pod(uid), None)
+            if not touched("pods", uid):
+                out.pods[uid] = (s.cache.get_pod(uid), None)
         return out
 
     def settle(self, suspects: Suspects, deleted: Deleted) -> dict[str, int]:

@@ -317,9 +317,12 @@ class Scheduler:
         """Converge the cache and queue to a fresh LIST of nodes and pods; returns repaired counts."""
         return self.events.resync(nodes, pods)
 
-    def resync_suspects(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> Suspects:
-        """Compare with a fresh LIST, leaving its differences to the watches for now; `settle` them later."""
-        return self.events.suspects(nodes, pods)
+    def resync_suspects(
+        self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]], touched: Deleted | None = None
+    ) -> Suspects:
+        """Compare with a fresh LIST, leaving its differences to the watches for now; `settle` them later.
+        `touched(resource, key)`: a watch event for that object came after the LIST was requested."""
+        return self.events.suspects(nodes, pods, touched)
 
     def settle(self, suspects: Suspects, deleted: Deleted) -> dict[str, int]:
         """Repair (and count as drift) the suspects the watches did not resolve meanwhile."""

@@ -157,3 +157,37 @@ async def test_an_older_unbound_version_never_requeues_a_bound_pod() -> None:
     assert "p" not in env.scheduler.pending and "p" not in env.scheduler.queue
     held = env.scheduler.cache.get_pod("p")
     assert held is not None and held.node_name == "n1"
+
+
+async def test_a_pod_created_and_bound_while_the_list_was_in_flight_is_no_suspect() -> None:
+    """The error-storm over-commit: a slow LIST was requested before p existed; p was then created, bound and
+    confirmed by the watch. Without the touched set p, absent from the LIST, became a suspect and, after the
+    grace (no newer event for it), was dropped from the cache: its cpu looked free and q over-committed n1."""
+    env = Env()
+    node = make_node("n1").capacity(cpu="1").obj()
+    env.cluster.apply_node(node)
+    env.cluster.apply_pod(make_pod("p").uid("p").req(cpu="600m").obj())
+    await env.settle()
+    assert env.cluster.bindings == [("default/p", "n1")]
+    assert len(env.scheduler.resync_suspects([node], [])) == 1  # what the old code saw
+    suspects = env.scheduler.resync_suspects([node], [], lambda resource, key: (resource, key) == ("pods", "p"))
+    assert len(suspects) == 0
+    assert env.scheduler.settle(suspects, _nothing_deleted) == {}
+    held = env.scheduler.cache.get_pod("p")
+    assert held is not None and held.node_name == "n1"
+    env.cluster.apply_pod(make_pod("q").uid("q").req(cpu="600m").obj())
+    await env.settle()
+    assert env.cluster.bindings == [("default/p", "n1")], "q must not fit beside p"
+
+
+async def test_a_stale_list_never_requeues_a_pod_the_cache_holds() -> None:
+    """A LIST that shows a pod unbound never queues it again while the cache holds it bound (nodeName is
+    immutable), with or without the touched set."""
+    env = Env()
+    node = make_node("n1").obj()
+    env.cluster.apply_node(node)
+    stale = make_pod("p").uid("p").obj()
+    env.cluster.apply_pod(stale)
+    await env.settle()
+    assert len(env.scheduler.resync_suspects([node], [stale])) == 0
+    assert "p" not in env.scheduler.pending and "p" not in env.scheduler.queue

@@ -192,6 +192,7 @@ class ClusterWatcher:
         self._recording: dict[Key, tuple[str | None, JSON]] | None = None
         self._list_lock = asyncio.Lock()  # one LIST (and its recording) at a time
         self._deletions: set[Key] | None = None  # deletions seen while a resync waits for the watches
+        self._touched: set[Key] | None = None  # objects a watch event changed since a lag-aware LIST was requested
         self.pods_resource_version = ""  # of the latest pods LIST: where PodWatch starts (or resumes after 410)
         self._register()
 
@@ -222,6 +223,8 @@ class ClusterWatcher:
             self._recording[(resource, key)] = (kind, obj)
         if kind == DELETED and self._deletions is not None:
             self._deletions.add((resource, key))
+        if self._touched is not None and kind is not None:
+            self._touched.add((resource, key))
         try:
             if resource == "pods":
                 self.scheduler.on_pod_event(kind, obj)
@@ -320,9 +323,15 @@ class ClusterWatcher:
         start = self.clock()
         if lag_aware:
             self._deletions = set()
+            touched = self._touched = set()
             try:
                 nodes, pods = await self.list_cluster()
-                suspects = self.scheduler.resync_suspects(list[Mapping[str, Any]](nodes), list[Mapping[str, Any]](pods))
+                self._touched = None  # later events are the watches resolving suspects: settle sees them
+                suspects = self.scheduler.resync_suspects(
+                    list[Mapping[str, Any]](nodes),
+                    list[Mapping[str, Any]](pods),
+                    lambda resource, key: (resource, key) in touched,
+                )
                 repaired: dict[str, int] = {}
                 if suspects:
                     log.debug("resync: waiting for the watches", extra={"differences": len(suspects)})
@@ -332,6 +341,7 @@ class ClusterWatcher:
                     self.stats.lag_resolved += len(suspects) - sum(repaired.values())
             finally:
                 self._deletions = None
+                self._touched = None
         else:
             nodes, pods = await self.list_cluster()
             repaired = self.scheduler.resync(list[Mapping[str, Any]](nodes), list[Mapping[str, Any]](pods))
