@@ -42,7 +42,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        result = simulate(objects, config, seed=args.seed)
+        result = simulate(objects, config, seed=args.seed, own_objects=True)
     except ConfigError as exc:  # a plugin that fails to start
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -24,7 +24,7 @@ from scheduler.core.explain import Explanation, explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.objects import KINDS
-from scheduler.framework.types import ParseError, parse_node, parse_pod, tolerations_tolerate
+from scheduler.framework.types import ParseError, PodInfo, parse_node, parse_pod, tolerations_tolerate
 from scheduler.plugins.node_affinity import RequiredNodeAffinity
 from scheduler.validation import validate
 
@@ -196,7 +196,7 @@ class SimulationResult:
         raise KeyError(f"pod {namespace}/{name} not found in the simulation")
 
 
-def load_documents(text: str, source: str = "input") -> list[JSON]:
+def load_documents(text: str, source: str = "input") -> Documents:
     """Parse YAML documents, a JSON document, or v1 Lists into objects, validating each as the API server
     would (the fields the scheduler reads), so nothing runs on bad input. Duplicate objects are refused."""
     try:
@@ -204,6 +204,7 @@ def load_documents(text: str, source: str = "input") -> list[JSON]:
     except DocumentError as exc:
         raise InputError(str(exc)) from exc
     objects: list[JSON] = []
+    pods: list[tuple[str, JSON]] = []  # (where, pod) to parse once their priority is admitted
     for index, doc in enumerate(docs):
         if doc is None:
             continue
@@ -216,11 +217,23 @@ def load_documents(text: str, source: str = "input") -> list[JSON]:
                 raise InputError(f"{where}: items: expected a list")
             for j, item in enumerate(items):
                 objects.append(_validated(item, f"{where}: items[{j}]"))
+                if item.get("kind") == "Pod":
+                    pods.append((_label(item, f"{where}: items[{j}]"), item))
         else:
             objects.append(_validated(doc, where))
+            if doc.get("kind") == "Pod":
+                pods.append((_label(doc, where), doc))
     _refuse_duplicates(objects, source)
     admit_priorities(objects, source)
-    return objects
+    documents = Documents(objects)
+    for where, obj in pods:
+        try:
+            documents.parsed[id(obj)] = parse_pod(obj)
+        except ParseError as exc:
+            raise InputError(f"{where}: {exc}") from exc
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise InputError(f"{where}: malformed object: {exc}") from exc
+    return documents
 
 
 def _refuse_duplicates(objects: list[JSON], source: str) -> None:
@@ -237,14 +250,26 @@ def _refuse_duplicates(objects: list[JSON], source: str) -> None:
         seen.add(key)
 
 
+class Documents(list[JSON]):
+    """load_documents' objects, with each Pod's parse_pod result (keyed by id of the object) for simulate."""
+
+    def __init__(self, objects: Iterable[JSON] = ()) -> None:
+        super().__init__(objects)
+        self.parsed: dict[int, PodInfo] = {}
+
+
+def _label(obj: JSON, where: str) -> str:
+    name = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
+    return f"{where} ({obj.get('kind')} {name or '?'})"
+
+
 def _validated(obj: Any, where: str) -> JSON:
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected an object")
     kind = obj.get("kind")
     if kind not in SUPPORTED_KINDS:
         raise InputError(f"{where}: kind: unsupported value {kind!r}; supported: {', '.join(SUPPORTED_KINDS)}")
-    name = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
-    label = f"{where} ({kind} {name or '?'})"
+    label = _label(obj, where)
     namespaced = kind in ("Pod", "DaemonSet") or (kind in KINDS and KINDS[kind].namespaced)
     errors = validate(obj, namespaced=namespaced)
     if errors:
@@ -254,7 +279,7 @@ def _validated(obj: Any, where: str) -> JSON:
         if kind == "Node":
             parse_node(obj)
         elif kind == "Pod":
-            parse_pod(obj)
+            pass  # parsed once after priority admission (load_documents), which writes spec.priority
         elif kind == "DaemonSet":
             parse_pod(daemon_pod(obj, "validation-node"))
         else:
@@ -353,9 +378,18 @@ def daemon_should_run(ds: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
 
 
 async def simulate_async(
-    objects: Iterable[JSON], config: SchedulerConfiguration | None = None, seed: int | None = 0
+    objects: Iterable[JSON],
+    config: SchedulerConfiguration | None = None,
+    seed: int | None = 0,
+    *,
+    own_objects: bool = False,
 ) -> SimulationResult:
-    """Run the scheduler over the objects in order and report each pod it had to place."""
+    """Run the scheduler over the objects in order and report each pod it had to place.
+
+    The simulation writes into the pods it binds or preempts; unless `own_objects` (the caller hands them
+    over, as the CLI does with what it just parsed) each pod is copied first, so the caller's stay as given.
+    """
+    parsed: dict[int, PodInfo] = getattr(objects, "parsed", {})
     cluster = MemoryCluster()
     clock = FakeClock()
     scheduler = build_scheduler(cluster, config, clock=clock, seed=seed)
@@ -391,9 +425,11 @@ async def simulate_async(
                     cluster.apply_pod(pod)
         elif kind == "Pod":
             stored = admit_pod(obj)  # what the API server stores on create (matchLabelKeys merged)
-            obj = copy.deepcopy(obj) if stored is obj else stored  # binding must not write into the caller's pod
+            # Parsed by load_documents unless admission changed it (then it is a new object).
+            info = parsed.get(id(obj)) if stored is obj else None
+            obj = copy.deepcopy(obj) if stored is obj and not own_objects else stored
             track(obj)
-            cluster.apply_pod(obj)
+            cluster.apply_pod(obj, info)
         elif kind in KINDS:
             cluster.apply_object(obj)
         else:
@@ -429,9 +465,14 @@ async def simulate_async(
 
 
 def simulate(
-    objects: Iterable[JSON], config: SchedulerConfiguration | None = None, seed: int | None = 0
+    objects: Iterable[JSON],
+    config: SchedulerConfiguration | None = None,
+    seed: int | None = 0,
+    *,
+    own_objects: bool = False,
 ) -> SimulationResult:
-    return asyncio.run(simulate_async(objects, config, seed))
+    """simulate_async on a fresh event loop."""
+    return asyncio.run(simulate_async(objects, config, seed, own_objects=own_objects))
 
 
 def render_table(result: SimulationResult) -> str:

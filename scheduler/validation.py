@@ -54,6 +54,8 @@ class _Errors(list[str]):
     """Collects field errors; helpers return the value when it has the right type, else None."""
 
     def mapping(self, value: Any, path: str) -> Mapping[str, Any] | None:
+        if type(value) is dict:  # the common case, without the ABC check
+            return value
         if value is None:
             return {}
         if not isinstance(value, Mapping):
@@ -135,7 +137,7 @@ def _quantities(errs: _Errors, raw: Any, path: str) -> dict[str, Any]:
         except (ValueError, TypeError) as exc:
             errs.append(invalid(where, qty, str(exc)))
             continue
-        if value < 0:
+        if value.numerator < 0:  # a Fraction: the sign is the numerator's
             errs.append(invalid(where, qty, "must be greater than or equal to 0"))
         elif "/" in str(name) and value.denominator != 1:
             errs.append(invalid(where, qty, "must be an integer"))

@@ -653,3 +653,26 @@ def test_explain_scores_images_on_the_explained_snapshot() -> None:
     # 100 * (800Mi * 1/2 - 23Mi) / (1000Mi - 23Mi) = 38 on the node holding the image
     assert scores == {"a": 38, "b": 0}
     assert expl.best == ["a"]
+
+
+def test_pods_are_parsed_once_after_priority_admission() -> None:
+    """load_documents hands simulate each pod's PodInfo, parsed after admission wrote spec.priority, so the
+    scheduler sees what it would have parsed itself; a pod admission rewrites (matchLabelKeys) is re-parsed."""
+    from scheduler.framework.types import parse_pod
+
+    docs = load_documents(_yaml([_priority_class("high", 1000), make_pod("p").obj() | {"spec": {
+        **make_pod("p").obj()["spec"], "priorityClassName": "high"}}]))
+    pod = docs[-1]
+    info = docs.parsed[id(pod)]
+    assert info.priority == 1000 == parse_pod(pod).priority
+    assert info.spec_fingerprint == parse_pod(pod).spec_fingerprint
+
+
+def test_simulate_leaves_the_callers_pods_alone_unless_it_owns_them() -> None:
+    """Binding writes spec.nodeName; a caller's list can be simulated twice with the same outcome."""
+    objs = [make_node("n").obj(), make_pod("p").obj()]
+    first = simulate(objs)
+    assert "nodeName" not in objs[1]["spec"]
+    assert [o.node for o in simulate(objs).outcomes] == [o.node for o in first.outcomes] == ["n"]
+    simulate(objs, own_objects=True)
+    assert objs[1]["spec"]["nodeName"] == "n"

@@ -106,12 +106,13 @@ class MemoryCluster:
         if self.scheduler is not None:
             self.scheduler.on_node_event(kind, self.nodes[name])
 
-    def apply_pod(self, obj: JSON) -> None:
+    def apply_pod(self, obj: JSON, parsed: PodInfo | None = None) -> None:
+        """Create or replace a pod; `parsed` is parse_pod(obj) when the caller has it (saves parsing twice)."""
         uid = self._uid(obj)
         kind = MODIFIED if uid in self.pods else "ADDED"
         self.pods[uid] = obj
         if self.scheduler is not None:
-            self.scheduler.on_pod_event(kind, self.pods[uid])
+            self.scheduler.on_pod_event(kind, self.pods[uid], parsed)
 
     def apply_object(self, obj: JSON) -> None:
         """Create or update an object of another kind (scheduler.framework.objects.KINDS).

@@ -102,17 +102,23 @@ class EventHandlers:
 
     # ------------------------------------------------------------------ pods
 
-    def on_pod_event(self, kind: str | None, obj: Mapping[str, Any]) -> None:
-        """Apply a pod watch event: assigned pods feed the cache, our pending pods feed the queue."""
+    def on_pod_event(self, kind: str | None, obj: Mapping[str, Any], parsed: PodInfo | None = None) -> None:
+        """Apply a pod watch event: assigned pods feed the cache, our pending pods feed the queue.
+
+        `parsed` is parse_pod(obj) when the caller has it already (simulate parses every pod once to validate).
+        """
         uid = pod_uid(obj)
         if kind == DELETED:
             self.forget_pod(uid)
             return
-        try:
-            pod = parse_pod(obj)
-        except ParseError as exc:
-            self._unparsable_pod(uid, obj, exc)
-            return
+        if parsed is not None:
+            pod = parsed
+        else:
+            try:
+                pod = parse_pod(obj)
+            except ParseError as exc:
+                self._unparsable_pod(uid, obj, exc)
+                return
         if pod.phase in TERMINAL_PHASES:
             self.forget_pod(uid)
             return

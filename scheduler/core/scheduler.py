@@ -305,9 +305,9 @@ class Scheduler:
         """Apply a node watch event (kind None is an object from a LIST)."""
         self.events.on_node_event(kind, obj)
 
-    def on_pod_event(self, kind: str | None, obj: Mapping[str, Any]) -> None:
-        """Apply a pod watch event (kind None is an object from a LIST)."""
-        self.events.on_pod_event(kind, obj)
+    def on_pod_event(self, kind: str | None, obj: Mapping[str, Any], parsed: PodInfo | None = None) -> None:
+        """Apply a pod watch event (kind None is an object from a LIST); `parsed`: parse_pod(obj), if known."""
+        self.events.on_pod_event(kind, obj, parsed)
 
     def on_object_event(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
         """Apply a watch event of another kind (scheduler.framework.objects.KINDS)."""

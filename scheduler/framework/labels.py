@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
 Labels = Mapping[str, str]
@@ -59,16 +60,28 @@ def max_len_error(length: int) -> str:
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
+    """Cached: the same label keys and values recur on every pod of a dump."""
+    return list(_dns1123_subdomain_errors(value))
+
+
+@lru_cache(maxsize=8192)
+def _dns1123_subdomain_errors(value: str) -> tuple[str, ...]:
     """content.IsDNS1123Subdomain."""
     errs: list[str] = []
     if len(value) > 253:
         errs.append(max_len_error(253))
     if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
         errs.append(regex_error(_DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
+    return tuple(errs)
 
 
 def label_key_errors(key: str) -> list[str]:
+    """Cached: the same label keys and values recur on every pod of a dump."""
+    return list(_label_key_errors(key))
+
+
+@lru_cache(maxsize=8192)
+def _label_key_errors(key: str) -> tuple[str, ...]:
     """content.IsLabelKey: optional DNS-subdomain prefix and '/', then a name of at most 63 bytes."""
     errs: list[str] = []
     parts = key.split("/")
@@ -81,28 +94,34 @@ def label_key_errors(key: str) -> list[str]:
         else:
             errs.extend("prefix part " + e for e in dns1123_subdomain_errors(prefix))
     else:
-        return [
+        return (
             "a valid label key "
             + regex_error(_NAME_ERR, _NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
     if not name:
         errs.append("name part must be non-empty")
     elif len(name.encode()) > 63:
         errs.append("name part " + max_len_error(63))
     if not _NAME_RE.fullmatch(name):
         errs.append("name part " + regex_error(_NAME_ERR, _NAME_FMT, "MyName", "my.name", "123-abc"))
-    return errs
+    return tuple(errs)
 
 
 def label_value_errors(value: str) -> list[str]:
+    """Cached: the same label keys and values recur on every pod of a dump."""
+    return list(_label_value_errors(value))
+
+
+@lru_cache(maxsize=8192)
+def _label_value_errors(value: str) -> tuple[str, ...]:
     """content.IsLabelValue: empty, or at most 63 alphanumeric/'-_.' characters."""
     errs: list[str] = []
     if len(value.encode()) > 63:
         errs.append(max_len_error(63))
     if not _LABEL_VALUE_RE.fullmatch(value):
         errs.append(regex_error(_LABEL_VALUE_ERR, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
+    return tuple(errs)
 
 
 def parse_go_int64(text: str) -> int | None:

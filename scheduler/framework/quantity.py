@@ -37,7 +37,7 @@ class QuantityError(ValueError):
     """A string that is not a valid Kubernetes quantity."""
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096, typed=True)
 def parse_quantity(text: str | int | float) -> Fraction:
     """Parse a quantity into an exact rational number of base units (cores, bytes, ...)."""
     if isinstance(text, bool):
@@ -86,11 +86,13 @@ def _ceil(value: Fraction) -> int:
     return -((-value.numerator) // value.denominator)
 
 
+@lru_cache(maxsize=4096, typed=True)
 def value_of(text: str | int | float) -> int:
     """Quantity.Value(): the integer value, rounded up (so "0.5" bytes is 1)."""
     return _ceil(parse_quantity(text))
 
 
+@lru_cache(maxsize=4096, typed=True)
 def milli_value_of(text: str | int | float) -> int:
     """Quantity.MilliValue(): thousandths, rounded up (so "0.0001" cpu is 1m)."""
     return _ceil(parse_quantity(text) * 1000)

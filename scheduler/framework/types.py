@@ -648,7 +648,8 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         resource_version=str(meta.get("resourceVersion") or ""),
         generation=_int_field(meta.get("generation"), "metadata.generation"),
         creation_timestamp=str(meta.get("creationTimestamp") or ""),
-        spec_fingerprint=hash(repr(sorted(spec.items(), key=lambda kv: kv[0]))),
+        # Only the queue compares it (a pending pod's spec change); a bound pod never needs it.
+        spec_fingerprint=0 if spec.get("nodeName") else hash(repr(sorted(spec.items(), key=lambda kv: kv[0]))),
         topology_spread_constraints=tuple(spread),
         volumes=volumes,
         pvc_names=pvc_names,
