@@ -21,6 +21,12 @@ Workloads (modelled on test/integration/scheduler_perf):
   daemonset  Nodes spread over 3 zones; one DaemonSet-shaped pod per node (owner DaemonSet, pinned by a
              ``matchFields metadata.name`` required node affinity, the DaemonSet controller's tolerations),
              interleaved with plain pods.
+  anti-affinity, pod-affinity, spread, preferred-spread
+             scheduler_perf's SchedulingPodAntiAffinity, SchedulingPodAffinity, TopologySpreading and
+             PreferredTopologySpreading: init pods in 10 app groups (give 30 per node: --init-pods), measured
+             pods with required hostname anti-affinity to each other (one per node), required zone affinity to
+             app-0, or a zone spread constraint (maxSkew 1, DoNotSchedule / ScheduleAnyway); the final state is
+             checked against those constraints too.
 
     .venv/bin/python -m bench.e2e --size quick --repeats 1
     .venv/bin/python -m bench.e2e --size full --repeats 3 --json bench/results/$(date +%Y%m%dT%H%M%S).json
@@ -278,7 +284,133 @@ class DaemonSetWorkload(Workload):
         return not _taints(node)
 
 
-WORKLOADS: Mapping[str, Workload] = {w.name: w for w in (Workload(), AffinityWorkload(), DaemonSetWorkload())}
+APP_LABEL = "bench.pyscheduler.io/app"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _with_app(pod: JSON, app: str) -> JSON:
+    pod["metadata"]["labels"][APP_LABEL] = app
+    return pod
+
+
+def _term(app: str, topology_key: str) -> JSON:
+    return {"labelSelector": {"matchLabels": {APP_LABEL: app}}, "topologyKey": topology_key}
+
+
+class _InterPodWorkload(Workload):
+    """Shared by the scheduler_perf shapes below: init pods belong to 10 app groups ("app-0".."app-9"), so the
+    measured pods' terms and constraints have existing pods to count (use --init-pods nodes*30)."""
+
+    def init_pod(self, ctx: RunContext, i: int) -> JSON:
+        return _with_app(super().init_pod(ctx, i), f"app-{i % 10}")
+
+    def violations(self, pods: list[JSON], nodes: list[JSON]) -> int:
+        """Placements the measured pods' pod-level constraints forbid (checked on the final state)."""
+        return 0
+
+
+class AntiAffinityWorkload(_InterPodWorkload):
+    """SchedulingPodAntiAffinity: measured pods with required hostname anti-affinity to their own app, so one
+    per node (as many as there are nodes)."""
+
+    name = "anti-affinity"
+
+    def measured_pods(self, ctx: RunContext, size: Size) -> list[JSON]:
+        a = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("anti", HOSTNAME_LABEL)]}}
+        count = min(size.pods, size.nodes)
+        return [
+            _with_app(_pod(f"pod-{i:05d}", ctx.namespace, ctx.scheduler_name, "plain", "measure", affinity=a), "anti")
+            for i in range(count)
+        ]
+
+    def violations(self, pods: list[JSON], nodes: list[JSON]) -> int:
+        hosts = [p["spec"].get("nodeName") for p in pods if p["metadata"]["labels"].get(APP_LABEL) == "anti"]
+        bound = [h for h in hosts if h]
+        return len(bound) - len(set(bound))
+
+
+class PodAffinityWorkload(_InterPodWorkload):
+    """SchedulingPodAffinity: measured pods with required zone affinity to init pods of app-0."""
+
+    name = "pod-affinity"
+
+    def measured_pods(self, ctx: RunContext, size: Size) -> list[JSON]:
+        a = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("app-0", ZONE_LABEL)]}}
+        return [
+            _with_app(_pod(f"pod-{i:05d}", ctx.namespace, ctx.scheduler_name, "plain", "measure", affinity=a), "aff")
+            for i in range(size.pods)
+        ]
+
+    def violations(self, pods: list[JSON], nodes: list[JSON]) -> int:
+        zone = {n["metadata"]["name"]: n["metadata"]["labels"].get(ZONE_LABEL) for n in nodes}
+        zones = {zone.get(p["spec"].get("nodeName")) for p in pods if p["metadata"]["labels"].get(APP_LABEL) == "app-0"}
+        return sum(
+            1
+            for p in pods
+            if p["metadata"]["labels"].get(APP_LABEL) == "aff"
+            and p["spec"].get("nodeName")
+            and zone.get(p["spec"]["nodeName"]) not in zones
+        )
+
+
+class SpreadWorkload(_InterPodWorkload):
+    """TopologySpreading: measured pods spread over zones with a hard maxSkew 1 constraint on their own app."""
+
+    name = "spread"
+    when = "DoNotSchedule"
+
+    def measured_pods(self, ctx: RunContext, size: Size) -> list[JSON]:
+        constraint = {
+            "maxSkew": 1,
+            "topologyKey": ZONE_LABEL,
+            "whenUnsatisfiable": self.when,
+            "labelSelector": {"matchLabels": {APP_LABEL: "spread"}},
+        }
+        return [
+            _with_app(
+                _pod(
+                    f"pod-{i:05d}",
+                    ctx.namespace,
+                    ctx.scheduler_name,
+                    "plain",
+                    "measure",
+                    topologySpreadConstraints=[constraint],
+                ),
+                "spread",
+            )
+            for i in range(size.pods)
+        ]
+
+    def violations(self, pods: list[JSON], nodes: list[JSON]) -> int:
+        if self.when != "DoNotSchedule":
+            return 0
+        zone = {n["metadata"]["name"]: n["metadata"]["labels"].get(ZONE_LABEL) for n in nodes}
+        counts = {z: 0 for z in zone.values()}
+        for p in pods:
+            if p["metadata"]["labels"].get(APP_LABEL) == "spread" and p["spec"].get("nodeName"):
+                counts[zone[p["spec"]["nodeName"]]] += 1
+        return max(0, max(counts.values()) - min(counts.values()) - 1) if counts else 0
+
+
+class PreferredSpreadWorkload(SpreadWorkload):
+    """PreferredTopologySpreading: the same constraint with ScheduleAnyway (a score, not a filter)."""
+
+    name = "preferred-spread"
+    when = "ScheduleAnyway"
+
+
+WORKLOADS: Mapping[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload(),
+        AffinityWorkload(),
+        DaemonSetWorkload(),
+        AntiAffinityWorkload(),
+        PodAffinityWorkload(),
+        SpreadWorkload(),
+        PreferredSpreadWorkload(),
+    )
+}
 
 
 def _taints(node: JSON) -> list[JSON]:
@@ -708,6 +840,8 @@ def check_placement(workload: Workload, nodes: list[JSON], pods: list[JSON]) -> 
             or count > int(alloc.get("pods", "0"))
         ):
             over += 1
+    if isinstance(workload, _InterPodWorkload):
+        misplaced += workload.violations(pods, nodes)
     return over, misplaced
 
 
