@@ -25,12 +25,12 @@ import time
 from typing import Any
 
 from scheduler.adapters.memory import MemoryCluster
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.config.load import load_config
 from scheduler.core.clock import FakeClock
 from scheduler.core.profile import build_scheduler
 from scheduler.core.schedule_one import num_feasible_nodes_to_find
 from scheduler.framework.interface import CycleState
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.pod_topology_spread import PodTopologySpread, parse_args
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args

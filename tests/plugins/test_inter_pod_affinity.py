@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_config
 from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, CycleState
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeRecord, PodInfo
 from scheduler.plugins.inter_pod_affinity import (

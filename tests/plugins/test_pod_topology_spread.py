@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.config.errors import ConfigError
 from scheduler.framework.interface import ASSIGNED_POD, NODE, UNSCHEDULED_POD, ActionType, ClusterEvent, CycleState
 from scheduler.framework.labels import selector_from_set
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.pod_topology_spread import (

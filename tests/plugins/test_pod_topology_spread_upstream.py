@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import CycleState
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo, PodInfo, parse_node, parse_pod
 from scheduler.plugins.pod_topology_spread import (
