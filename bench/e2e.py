@@ -457,7 +457,15 @@ class Api:
             async with self.session.request(
                 method, self.server + path, data=data, params=params, headers={"Content-Type": content_type}
             ) as resp:
-                raw = await resp.read()
+                try:
+                    raw = await resp.read()
+                except aiohttp.ClientPayloadError:
+                    # A huge answer cut short (a DELETE of a whole namespace's pods can outlive the
+                    # apiserver's request timeout); the calls made here are idempotent: ask again.
+                    if attempt < 7:
+                        await asyncio.sleep(0.2 * 2**attempt)
+                        continue
+                    raise
                 if resp.status in ok:
                     return json.loads(raw) if raw else {}
                 if resp.status in (429, 500, 503, 504) and attempt < 7:
