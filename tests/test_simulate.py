@@ -676,3 +676,31 @@ def test_simulate_leaves_the_callers_pods_alone_unless_it_owns_them() -> None:
     assert [o.node for o in simulate(objs).outcomes] == [o.node for o in first.outcomes] == ["n"]
     simulate(objs, own_objects=True)
     assert objs[1]["spec"]["nodeName"] == "n"
+
+
+@pytest.mark.parametrize(
+    ("example", "pod", "fix"),
+    [
+        pytest.param(
+            "host-ports.yaml",
+            "kube-system/coredns-node-b",
+            "  1. free host port UDP 169.254.20.10:53 on node node-b (move or delete pod(s) "
+            "kube-system/node-local-dns-7xk2p) -> 1 node(s) [node-b]",
+            id="story-2-host-port",
+        ),
+        pytest.param(
+            "placement-factors.yaml", "shop/db", "  1. drop nodeSelector disktype=nvme -> 1 node(s) [worker-1]",
+            id="story-3-node-selector",
+        ),
+    ],
+)
+def test_field_stories_end_with_the_fix_the_readme_shows(
+    example: str, pod: str, fix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README quotes these lines; the first ranked fix is exactly this."""
+    main(["simulate", str(EXAMPLES / example), "--explain", pod])
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("What would make it fit (each change checked by re-running the filters on every node):")
+    assert lines[start + 1] == fix
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    assert fix.strip() in readme
