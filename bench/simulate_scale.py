@@ -7,6 +7,7 @@ pods to schedule, as YAML and as JSON (a v1 List), then runs `python -m schedule
 the peak RSS (MiB) per case; the time includes interpreter start and parsing.
 
     .venv/bin/python -m bench.simulate_scale --nodes 5000 --pods-per-node 10 --runs 3
+    .venv/bin/python -m bench.simulate_scale --nodes 5000 --pods-per-node 10 --runs 3 --lean   # ~10 MB of YAML
 """
 
 from __future__ import annotations
@@ -55,6 +56,20 @@ def node(i: int) -> JSON:
                 {"names": ["registry.example/web:1.0"], "sizeBytes": 180_000_000},
                 {"names": [f"registry.example/tool:{i % 7}"], "sizeBytes": 90_000_000},
             ],
+        },
+    }
+
+
+def lean_pod(n: int, node_name: str) -> JSON:
+    """A bound pod with only what a scheduler reads (about 200 bytes of YAML: the issue's 10 MB dump)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"p-{n:06d}", "namespace": f"team-{n % 20}", "labels": {"app": f"a{n % 50}"}},
+        "spec": {
+            "nodeName": node_name,
+            "containers": [{"name": "c", "image": "registry.example/web:1.0",
+                            "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}],
         },
     }
 
@@ -111,12 +126,13 @@ def pending_pod(n: int) -> JSON:
     }
 
 
-def dump(nodes: int, per_node: int, pending: int) -> list[JSON]:
+def dump(nodes: int, per_node: int, pending: int, *, lean: bool = False) -> list[JSON]:
     objs = [node(i) for i in range(nodes)]
+    make = lean_pod if lean else bound_pod
     n = 0
     for i in range(nodes):
         for _ in range(per_node):
-            objs.append(bound_pod(n, f"node-{i:05d}"))
+            objs.append(make(n, f"node-{i:05d}"))
             n += 1
     objs += [pending_pod(k) for k in range(pending)]
     return objs
@@ -148,9 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pending", type=int, default=5)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--formats", default="json,yaml")
+    p.add_argument("--lean", action="store_true", help="bound pods with only what a scheduler reads (~200 B each)")
     args = p.parse_args(argv)
 
-    objs = dump(args.nodes, args.pods_per_node, args.pending)
+    objs = dump(args.nodes, args.pods_per_node, args.pending, lean=args.lean)
     tmp = Path(tempfile.mkdtemp(prefix="simscale-"))
     files = {}
     if "json" in args.formats:

@@ -64,3 +64,35 @@ def test_json_and_yaml_streams() -> None:
     assert load_all('{"kind": "List", "items": []}', "in") == [{"kind": "List", "items": []}]
     assert load_all("a: 1\n---\nb: 2\n", "in") == [{"a": 1}, {"b": 2}]
     assert load_all("[1, 2]", "in") == [[1, 2]]
+
+
+TRICKY_YAML = [
+    "a: yes\nb: on\nc: 0o17\nd: 017\ne: 1_000\nf: ~\ng: 2026-01-01\nh: 2026-01-01T00:00:00Z\ni: .inf\nj: 0x1F\n",
+    "base: &b {cpu: 100m, memory: 1Gi}\npod:\n  <<: *b\n  cpu: 200m\nlist: [*b, *b]\n",
+    "s: !!str 123\nb: !!binary aGVsbG8=\nn: !!null ''\nf: !!float 1\nq: '00123'\nu: \"\\u00e9\"\n",
+    "- [1, 2, [3, {a: b}]]\n- {? [x] : y}\n",
+    "---\nkind: Pod\n---\n---\nkind: Node\nmetadata: {labels: {'1': 2, 3: four, true: false}}\n",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_YAML)
+def test_fast_yaml_loader_builds_what_pyyaml_builds(text: str) -> None:
+    """The faster constructor (cached scalar resolution, direct str/map/seq building) gives PyYAML's own
+    values and errors: YAML 1.1 booleans and octals, merge keys, timestamps, explicit tags, aliases."""
+    import yaml
+
+    from scheduler.config.documents import _FAST_LOADER
+
+    assert _FAST_LOADER is not None and _FAST_LOADER.__name__ == "FastSafeLoader"
+    try:
+        expected: object = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+    except yaml.YAMLError as exc:
+        expected = type(exc)
+    try:
+        got: object = load_all(text, "t")
+    except DocumentError:
+        got = "error"
+    if isinstance(expected, type):
+        assert got == "error"
+    else:
+        assert got == expected
