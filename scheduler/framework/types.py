@@ -113,9 +113,10 @@ class Resource:
         self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
         self.memory = max(self.memory, other.memory)
         self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
-        for name, qty in other.scalar.items():
-            if qty > self.scalar.get(name, 0):
-                self.scalar[name] = qty
+        if other.scalar:
+            for name, qty in other.scalar.items():
+                if qty > self.scalar.get(name, 0):
+                    self.scalar[name] = qty
 
     def get(self, name: str) -> int:
         """Amount of a resource by its API name (cpu in millicores)."""
@@ -370,6 +371,8 @@ def _aggregate(regular: list[Resource], init: list[tuple[Resource, bool]]) -> Re
     reqs = Resource()
     for r in regular:
         reqs.add(r)
+    if not init:  # most pods: the max with an empty init set changes nothing
+        return reqs
     sidecars = Resource()
     init_max = Resource()
     for r, is_sidecar in init:
