@@ -389,7 +389,8 @@ async def simulate_async(
     The simulation writes into the pods it binds or preempts; unless `own_objects` (the caller hands them
     over, as the CLI does with what it just parsed) each pod is copied first, so the caller's stay as given.
     """
-    parsed: dict[int, PodInfo] = getattr(objects, "parsed", {})
+    # load_documents' parse of each pod, trusted only when the caller hands the objects over unchanged.
+    parsed: dict[int, PodInfo] = getattr(objects, "parsed", {}) if own_objects else {}
     cluster = MemoryCluster()
     clock = FakeClock()
     scheduler = build_scheduler(cluster, config, clock=clock, seed=seed)

@@ -78,8 +78,9 @@ def _fast_loader() -> Any:
                     memo[id(n)] = out
                     for key_node, value_node in n.value:
                         key = build(key_node)
+                        value = build(value_node)
                         try:
-                            out[key] = build(value_node)
+                            out[key] = value
                         except TypeError as exc:  # an unhashable key, as SafeConstructor reports it
                             raise yaml.constructor.ConstructorError(
                                 "while constructing a mapping", n.start_mark, "found unhashable key",
