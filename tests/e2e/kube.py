@@ -118,6 +118,38 @@ async def wait_for_pod_bound(
     return await wait_for(bound, what=f"pod {namespace}/{name} to be bound", within=within)
 
 
+async def unschedulable_message(
+    api_client: ApiClient, namespace: str, name: str, *, prefix: str = "", within: float = 60
+) -> str:
+    """The pod's PodScheduled=False message (reason Unschedulable), once it starts with `prefix`; the pod must
+    stay unbound meanwhile (a scheduler that saw it before all nodes reached its cache retries when they
+    arrive: a prefix such as "0/4 nodes" waits for the attempt that saw every node)."""
+
+    async def probe() -> str | None:
+        pod = await get_pod(api_client, namespace, name)
+        assert not pod["spec"].get("nodeName"), f"{name} was bound to {pod['spec']['nodeName']}: it must fit nowhere"
+        cond = status_condition(pod, "PodScheduled")
+        if cond and cond.get("status") == "False" and str(cond.get("message", "")).startswith(prefix or "0"):
+            assert cond.get("reason") == "Unschedulable", cond
+            return str(cond["message"])
+        return None
+
+    return await wait_for(probe, what=f"PodScheduled=False on {namespace}/{name}", within=within)
+
+
+async def failed_scheduling_note(api_client: ApiClient, namespace: str, name: str, *, within: float = 60) -> str:
+    """The note of the pod's FailedScheduling event (events.k8s.io/v1)."""
+
+    async def probe() -> str | None:
+        answer = await request_json(api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+        for event in answer["items"]:
+            if event.get("reason") == "FailedScheduling" and event["regarding"].get("name") == name:
+                return str(event.get("note", ""))
+        return None
+
+    return await wait_for(probe, what=f"a FailedScheduling event for {namespace}/{name}", within=within)
+
+
 def status_condition(obj: Mapping[str, Any], condition_type: str) -> JSON | None:
     """The object's (pod's, node's) status condition of that type, if any."""
     for condition in obj.get("status", {}).get("conditions") or []:

@@ -17,7 +17,13 @@ from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import ManagedProcess
 from tests.e2e.conftest import NodeFactory, PodFactory, PriorityClassFactory, PySchedulerProcess
-from tests.e2e.kube import JSON, get_pod, request_json, status_condition, wait_for
+from tests.e2e.kube import (
+    JSON,
+    failed_scheduling_note,
+    request_json,
+    unschedulable_message,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -120,35 +126,6 @@ async def _cluster(create_node: NodeFactory, create_pod: PodFactory) -> None:
     await create_pod("holder-n4", scheduler_name="nobody", node_name="parity-n4", requests={"cpu": "100m"})
 
 
-async def _message(api_client: ApiClient, namespace: str, name: str, prefix: str = "") -> str:
-    """The PodScheduled=False message, once it starts with `prefix` (a scheduler that saw the pod before all
-    nodes reached its cache retries when they arrive: wait for the attempt that saw every node)."""
-
-    async def probe() -> str | None:
-        pod = await get_pod(api_client, namespace, name)
-        assert not pod["spec"].get("nodeName"), (
-            f"{name} was bound to {pod['spec']['nodeName']}: the shape must fit nowhere"
-        )
-        cond = status_condition(pod, "PodScheduled")
-        if cond and cond.get("status") == "False" and str(cond.get("message", "")).startswith(prefix or "0"):
-            assert cond.get("reason") == "Unschedulable", cond
-            return str(cond["message"])
-        return None
-
-    return await wait_for(probe, what=f"PodScheduled=False on {namespace}/{name}", within=60)
-
-
-async def _event_note(api_client: ApiClient, namespace: str, name: str) -> str:
-    async def probe() -> str | None:
-        answer = await request_json(api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
-        for event in answer["items"]:
-            if event.get("reason") == "FailedScheduling" and event["regarding"].get("name") == name:
-                return str(event.get("note", ""))
-        return None
-
-    return await wait_for(probe, what=f"a FailedScheduling event for {namespace}/{name}", within=60)
-
-
 async def test_failure_messages_equal_upstream_kube_scheduler(
     kube_scheduler: ManagedProcess,
     pyscheduler: PySchedulerProcess,
@@ -168,20 +145,21 @@ async def test_failure_messages_equal_upstream_kube_scheduler(
         await create_pod(f"{shape}-py", scheduler_name="pyscheduler", **kwargs)
     mismatches = []
     for shape in shapes:
-        upstream = await _message(api_client, namespace, f"{shape}-up", "0/4 nodes are available: ")
-        ours = await _message(api_client, namespace, f"{shape}-py", "0/4 nodes are available: ")
+        upstream = await unschedulable_message(api_client, namespace, f"{shape}-up", prefix="0/4 nodes are available: ")
+        ours = await unschedulable_message(api_client, namespace, f"{shape}-py", prefix="0/4 nodes are available: ")
         if upstream != ours:
             mismatches.append(f"{shape}:\n  upstream:    {upstream}\n  pyscheduler: {ours}")
-        up_note = await _event_note(api_client, namespace, f"{shape}-up")
-        our_note = await _event_note(api_client, namespace, f"{shape}-py")
+        up_note = await failed_scheduling_note(api_client, namespace, f"{shape}-up")
+        our_note = await failed_scheduling_note(api_client, namespace, f"{shape}-py")
         if up_note != our_note:
             mismatches.append(f"{shape} (event note):\n  upstream:    {up_note}\n  pyscheduler: {our_note}")
     for shape in shapes:
-        print(f"{shape}: {await _message(api_client, namespace, f'{shape}-py')}")
+        print(f"{shape}: {await unschedulable_message(api_client, namespace, f'{shape}-py')}")
     assert not mismatches, "\n".join(mismatches)
     assert len(shapes) >= 12
     suffixes = {
-        shape: (await _message(api_client, namespace, f"{shape}-py")).split(" preemption: ", 1)[1:] for shape in shapes
+        shape: (await unschedulable_message(api_client, namespace, f"{shape}-py")).split(" preemption: ", 1)[1:]
+        for shape in shapes
     }
     assert all(suffixes.values()), f"every shape's message ends with upstream's preemption suffix: {suffixes}"
 

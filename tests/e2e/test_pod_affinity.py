@@ -21,7 +21,15 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.cluster.harness import ManagedProcess
 from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess
-from tests.e2e.kube import JSON, get_pod, list_pods, request_json, status_condition, wait_for, wait_for_pod_bound
+from tests.e2e.kube import (
+    JSON,
+    failed_scheduling_note,
+    list_pods,
+    request_json,
+    unschedulable_message,
+    wait_for,
+    wait_for_pod_bound,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -211,30 +219,6 @@ def schedulers_after_cluster(
     return kube_scheduler, pyscheduler
 
 
-async def _message(api_client: ApiClient, namespace: str, name: str) -> str:
-    async def probe() -> str | None:
-        pod = await get_pod(api_client, namespace, name)
-        assert not pod["spec"].get("nodeName"), f"{name} was bound to {pod['spec']['nodeName']}: it must fit nowhere"
-        cond = status_condition(pod, "PodScheduled")
-        if cond and cond.get("status") == "False" and cond.get("message"):
-            assert cond.get("reason") == "Unschedulable", cond
-            return str(cond["message"])
-        return None
-
-    return await wait_for(probe, what=f"PodScheduled=False on {namespace}/{name}", within=90)
-
-
-async def _event_note(api_client: ApiClient, namespace: str, name: str) -> str:
-    async def probe() -> str | None:
-        answer = await request_json(api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
-        for event in answer["items"]:
-            if event.get("reason") == "FailedScheduling" and event["regarding"].get("name") == name:
-                return str(event.get("note", ""))
-        return None
-
-    return await wait_for(probe, what=f"a FailedScheduling event for {namespace}/{name}", within=90)
-
-
 async def test_pod_affinity_failure_messages_equal_upstream_kube_scheduler(
     schedulers_after_cluster: tuple[ManagedProcess, PySchedulerProcess],
     api_client: ApiClient,
@@ -250,15 +234,15 @@ async def test_pod_affinity_failure_messages_equal_upstream_kube_scheduler(
         await create_pod(f"{shape}-py", scheduler_name="pyscheduler", **kwargs)
     mismatches = []
     for shape, (_, expected) in SHAPES.items():
-        upstream = await _message(api_client, namespace, f"{shape}-up")
-        ours = await _message(api_client, namespace, f"{shape}-py")
+        upstream = await unschedulable_message(api_client, namespace, f"{shape}-up", within=90)
+        ours = await unschedulable_message(api_client, namespace, f"{shape}-py", within=90)
         print(f"{shape}: {ours}")
         if upstream != ours:
             mismatches.append(f"{shape}:\n  upstream:    {upstream}\n  pyscheduler: {ours}")
         elif ours.split(" preemption: ", 1)[0] != expected:
             mismatches.append(f"{shape}: the shape does not test what it says:\n  got: {ours}\n  want: {expected}")
-        up_note = await _event_note(api_client, namespace, f"{shape}-up")
-        our_note = await _event_note(api_client, namespace, f"{shape}-py")
+        up_note = await failed_scheduling_note(api_client, namespace, f"{shape}-up", within=90)
+        our_note = await failed_scheduling_note(api_client, namespace, f"{shape}-py", within=90)
         if up_note != our_note:
             mismatches.append(f"{shape} (event note):\n  upstream:    {up_note}\n  pyscheduler: {our_note}")
     assert not mismatches, "\n".join(mismatches)
@@ -282,7 +266,7 @@ async def test_replicas_with_hostname_anti_affinity_land_on_distinct_nodes(
     hosts = [(await wait_for_pod_bound(api_client, namespace, f"rs-{i}"))["spec"]["nodeName"] for i in range(3)]
     assert sorted(hosts) == ["spread-0", "spread-1", "spread-2"], pyscheduler.log()
     await create_pod("rs-3", labels={"app": "rs"}, affinity=anti, requests={"cpu": "100m"})
-    assert await _message(api_client, namespace, "rs-3") == (
+    assert await unschedulable_message(api_client, namespace, "rs-3", within=90) == (
         f"0/3 nodes are available: 3 {ANTI_AFFINITY}. "
         "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )

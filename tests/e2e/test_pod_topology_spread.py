@@ -27,7 +27,15 @@ from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import REPO_ROOT, ControlPlane, ManagedProcess
 from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess, StartPyScheduler
-from tests.e2e.kube import JSON, get_pod, list_pods, request_json, status_condition, wait_for
+from tests.e2e.kube import (
+    JSON,
+    failed_scheduling_note,
+    get_pod,
+    list_pods,
+    request_json,
+    unschedulable_message,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -80,30 +88,6 @@ async def _message_cluster(create_node: NodeFactory, create_pod: PodFactory) -> 
         await create_pod(name, scheduler_name="nobody", node_name=node, labels={"app": app})
 
 
-async def _message(api_client: ApiClient, namespace: str, name: str) -> str:
-    async def probe() -> str | None:
-        pod = await get_pod(api_client, namespace, name)
-        assert not pod["spec"].get("nodeName"), f"{name} was bound to {pod['spec']['nodeName']}: must fit nowhere"
-        cond = status_condition(pod, "PodScheduled")
-        if cond and cond.get("status") == "False" and cond.get("message"):
-            assert cond.get("reason") == "Unschedulable", cond
-            return str(cond["message"])
-        return None
-
-    return await wait_for(probe, what=f"PodScheduled=False on {namespace}/{name}", within=60)
-
-
-async def _event_note(api_client: ApiClient, namespace: str, name: str) -> str:
-    async def probe() -> str | None:
-        answer = await request_json(api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
-        for event in answer["items"]:
-            if event.get("reason") == "FailedScheduling" and event["regarding"].get("name") == name:
-                return str(event.get("note", ""))
-        return None
-
-    return await wait_for(probe, what=f"a FailedScheduling event for {namespace}/{name}", within=60)
-
-
 async def test_spread_failure_messages_equal_upstream(
     kube_scheduler: ManagedProcess,
     pyscheduler: PySchedulerProcess,
@@ -125,22 +109,22 @@ async def test_spread_failure_messages_equal_upstream(
             )
     mismatches = []
     for shape in SHAPES:
-        upstream = await _message(api_client, namespace, f"{shape}-up")
-        ours = await _message(api_client, namespace, f"{shape}-py")
+        upstream = await unschedulable_message(api_client, namespace, f"{shape}-up")
+        ours = await unschedulable_message(api_client, namespace, f"{shape}-py")
         print(f"{shape}: {ours}")
         assert upstream.startswith("0/4 nodes are available: "), upstream
         if upstream != ours:
             mismatches.append(f"{shape}:\n  upstream:    {upstream}\n  pyscheduler: {ours}")
-        up_note = await _event_note(api_client, namespace, f"{shape}-up")
-        our_note = await _event_note(api_client, namespace, f"{shape}-py")
+        up_note = await failed_scheduling_note(api_client, namespace, f"{shape}-up")
+        our_note = await failed_scheduling_note(api_client, namespace, f"{shape}-py")
         if up_note != our_note:
             mismatches.append(f"{shape} (event):\n  upstream:    {up_note}\n  pyscheduler: {our_note}")
     assert not mismatches, "\n".join(mismatches)
     # The spread reasons themselves appear (n3 is out for its taint and n4 for its pod count first).
-    missing = await _message(api_client, namespace, "missing-label-py")
+    missing = await unschedulable_message(api_client, namespace, "missing-label-py")
     assert "2 node(s) didn't match pod topology spread constraints (missing required label)." in missing, missing
     for shape in ("zone-skew", "min-domains", "hostname-skew", "zone-and-hostname"):
-        ours = await _message(api_client, namespace, f"{shape}-py")
+        ours = await unschedulable_message(api_client, namespace, f"{shape}-py")
         assert "2 node(s) didn't match pod topology spread constraints." in ours, ours
 
 
