@@ -293,9 +293,8 @@ class EventHandlers:
                 assigned.append(pod)
             elif pod.scheduler_name in s.profiles:
                 pending_uids.add(pod.uid)
-                # spec.nodeName never goes back to empty: a pod the cache holds (assumed, or bound as a newer
-                # event said) is one this LIST saw before its binding. Queueing it again would schedule it twice.
-                if pod.uid not in s.pending and pod.uid not in s.unsupported and s.cache.get_pod(pod.uid) is None:
+                # (_pending_pod ignores a pod the cache holds: this LIST saw it before its binding.)
+                if pod.uid not in s.pending and pod.uid not in s.unsupported:
                     self._pending_pod(pod)
         assigned_uids = {p.uid for p in assigned}
         for uid in [u for u in (*s.unsupported, *s.parse_failures) if u not in pending_uids]:
