@@ -501,6 +501,26 @@ async def create_many(api: Api, path_of: Callable[[JSON], str], objects: Sequenc
     return time.monotonic() - start
 
 
+async def create_ready_nodes(api: Api, nodes: Sequence[JSON]) -> float:
+    """Create the nodes, then make each Ready through nodes/status (as a kubelet would); returns the seconds the
+    creation took."""
+    took = await create_many(api, lambda _: "/api/v1/nodes", nodes)
+    status = json.dumps(_node_status()).encode()
+    sem = asyncio.Semaphore(IN_FLIGHT)
+
+    async def ready(node: JSON) -> None:
+        async with sem:
+            await api.call(
+                "PATCH",
+                f"/api/v1/nodes/{node['metadata']['name']}/status",
+                status,
+                content_type="application/merge-patch+json",
+            )
+
+    await asyncio.gather(*(ready(n) for n in nodes))
+    return took
+
+
 def _pods_path(obj: JSON) -> str:
     return f"/api/v1/namespaces/{obj['metadata']['namespace']}/pods"
 
@@ -909,22 +929,7 @@ async def run_once(
             "controller": True,
             "blockOwnerDeletion": True,
         }
-    nodes = [workload.node(ctx, i) for i in range(size.nodes)]
-    node_seconds = await create_many(api, lambda _: "/api/v1/nodes", nodes)
-    status = json.dumps(_node_status()).encode()
-
-    async def ready(i: int) -> None:
-        await api.call(
-            "PATCH", f"/api/v1/nodes/{ctx.node_name(i)}/status", status, content_type="application/merge-patch+json"
-        )
-
-    sem = asyncio.Semaphore(IN_FLIGHT)
-
-    async def bounded(i: int) -> None:
-        async with sem:
-            await ready(i)
-
-    await asyncio.gather(*(bounded(i) for i in range(size.nodes)))
+    node_seconds = await create_ready_nodes(api, [workload.node(ctx, i) for i in range(size.nodes)])
     init_pods = [workload.init_pod(ctx, i) for i in range(size.init_pods)]
     measured = workload.measured_pods(ctx, size)
     sched = SchedulerUnderTest(kind, cp, log_dir, profile)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
@@ -30,8 +29,8 @@ from bench.e2e import (
     UPSTREAM,
     Api,
     SchedulerUnderTest,
-    _node_status,
     create_many,
+    create_ready_nodes,
 )
 from tests.cluster.harness import ControlPlane, ControlPlaneConfig
 
@@ -68,17 +67,7 @@ async def populate(api: Api, nodes: int, per_node: int) -> float:
     start = time.monotonic()
     await api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                    "metadata": {"name": NAMESPACE}})
-    objs = [node(i) for i in range(nodes)]
-    await create_many(api, lambda _: "/api/v1/nodes", objs)
-    status = json.dumps(_node_status()).encode()
-    sem = asyncio.Semaphore(50)
-
-    async def ready(i: int) -> None:
-        async with sem:
-            await api.call("PATCH", f"/api/v1/nodes/s-{i:05d}/status", status,
-                           content_type="application/merge-patch+json")
-
-    await asyncio.gather(*(ready(i) for i in range(nodes)))
+    await create_ready_nodes(api, [node(i) for i in range(nodes)])
     pods = [pod(i * per_node + j, f"s-{i:05d}") for i in range(nodes) for j in range(per_node)]
     await create_many(api, lambda _: f"/api/v1/namespaces/{NAMESPACE}/pods", pods)
     return time.monotonic() - start
