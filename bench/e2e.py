@@ -717,8 +717,11 @@ def _wait_exit(process: ManagedProcess, within: float) -> None:
 class SchedulerUnderTest:
     """Starts and stops one scheduler process against the control plane."""
 
-    def __init__(self, kind: str, cp: ControlPlane, log_dir: Path, profile: Path | None = None) -> None:
+    def __init__(
+        self, kind: str, cp: ControlPlane, log_dir: Path, profile: Path | None = None, env: Mapping[str, str] = {}
+    ) -> None:
         self.kind = kind
+        self.env = dict(env)  # extra environment for pyscheduler (e.g. PYSCHEDULER_GC=default for an A/B run)
         self.cp = cp
         self.log_dir = log_dir
         self.profile = profile
@@ -759,7 +762,7 @@ class SchedulerUnderTest:
             "-v",
             "2",
         ]
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **self.env}
         self.process = ManagedProcess(PYSCHEDULER, argv, self.log_dir / f"pyscheduler.{tag}.log", env=env).start()
         deadline = time.monotonic() + 60
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:

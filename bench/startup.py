@@ -73,8 +73,10 @@ async def populate(api: Api, nodes: int, per_node: int) -> float:
     return time.monotonic() - start
 
 
-async def measure(cp: ControlPlane, kind: str, log_dir: Path, tag: str, profile: Path | None = None) -> float:
-    sched = SchedulerUnderTest(kind, cp, log_dir, profile if kind == PYSCHEDULER else None)
+async def measure(
+    cp: ControlPlane, kind: str, log_dir: Path, tag: str, profile: Path | None = None, env: dict[str, str] | None = None
+) -> float:
+    sched = SchedulerUnderTest(kind, cp, log_dir, profile if kind == PYSCHEDULER else None, env or {})
     start = time.monotonic()
     await sched.start(tag)
     took = time.monotonic() - start
@@ -93,12 +95,24 @@ async def run(args: argparse.Namespace) -> int:
                 took = await populate(api, nodes, args.pods_per_node)
                 print(f"{nodes} nodes, {nodes * args.pods_per_node} bound pods created in {took:.0f} s", flush=True)
                 log_dir = Path(tempfile.mkdtemp(prefix="startup-"))
-                times: dict[str, list[float]] = {UPSTREAM: [], PYSCHEDULER: []}
+                variants: dict[str, tuple[str, dict[str, str]]] = {
+                    UPSTREAM: (UPSTREAM, {}),
+                    PYSCHEDULER: (PYSCHEDULER, {}),
+                }
+                for assignment in args.pyscheduler_env:  # an A/B variant: pyscheduler with NAME=VALUE set
+                    name, _, value = assignment.partition("=")
+                    variants[f"{PYSCHEDULER}[{assignment}]"] = (PYSCHEDULER, {name: value})
+                times: dict[str, list[float]] = {label: [] for label in variants}
                 for r in range(args.runs):
-                    for kind in (UPSTREAM, PYSCHEDULER):
-                        times[kind].append(await measure(cp, kind, log_dir, f"{nodes}-{r}", args.profile))
-                        print(f"  {kind:14s} run {r}: ready after {times[kind][-1]:.2f} s", flush=True)
+                    order = list(variants) if r % 2 == 0 else list(reversed(variants))  # alternate who goes first
+                    for label in order:
+                        kind, env = variants[label]
+                        times[label].append(await measure(cp, kind, log_dir, f"{nodes}-{r}", args.profile, env))
+                        print(f"  {label:14s} run {r}: ready after {times[label][-1]:.2f} s", flush=True)
                 up, py = statistics.median(times[UPSTREAM]), statistics.median(times[PYSCHEDULER])
+                for label in list(variants)[2:]:
+                    v = statistics.median(times[label])
+                    print(f"  {label}: median {v:.2f} s ({v / up:.2f}x upstream)", flush=True)
                 print(
                     f"{nodes} nodes x {args.pods_per_node} pods: kube-scheduler {up:.2f} s, pyscheduler {py:.2f} s "
                     f"(ratio {py / up:.2f}x; medians of {args.runs}; qps/burst {CLIENT_QPS}/{CLIENT_BURST}; "
@@ -115,6 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nodes", type=int, nargs="+", default=[1000])
     p.add_argument("--pods-per-node", type=int, default=30)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument(
+        "--pyscheduler-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="also measure pyscheduler with this environment variable set (an A/B variant; repeatable)",
+    )
     p.add_argument("--profile", type=Path, help="run pyscheduler under cProfile, writing PATH.<nodes>-<run>.prof")
     return asyncio.run(run(p.parse_args(argv)))
 

@@ -22,19 +22,23 @@ def _split_pod_ref(ref: str) -> tuple[str, str]:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from scheduler.config.documents import DocumentError, decode_text
+    from scheduler.core import gc_policy
     from scheduler.core.explain import render_text
     from scheduler.simulate import InputError, load_documents, render_table, simulate
 
     config = load_config_or_report(args.config, plugins=args.plugin)
     if config is None:
         return EXIT_USAGE
+    gc_policy.tune()
     try:
         if args.cluster == "-":
             data = sys.stdin.buffer.read()
         else:
             with open(args.cluster, "rb") as fh:
                 data = fh.read()
-        objects = load_documents(decode_text(data, args.cluster), args.cluster)
+        with gc_policy.bulk_load():  # a whole dump's objects, all alive until the end: no collections meanwhile
+            objects = load_documents(decode_text(data, args.cluster), args.cluster)
+            del data
     except OSError as exc:
         print(f"error: {args.cluster}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -73,7 +73,9 @@ def run_command(args: argparse.Namespace) -> int:
     from scheduler.adapters.cluster.client import ClientConfigError
     from scheduler.adapters.cluster.run import run
     from scheduler.config.errors import ConfigError
+    from scheduler.core import gc_policy
 
+    gc_policy.tune()
     try:
         return asyncio.run(
             run(
