@@ -13,12 +13,14 @@ The writes the scheduler makes (binds, events, conditions) live in `writer.py` o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import random
+import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, cast
@@ -280,8 +282,9 @@ class KubeClient:
         retry: Retry = "always",
         request_timeout: float | None = None,
         limiter: TokenBucket | None = None,
+        decode: bool = True,
     ) -> Any:
-        """Send one request; return the decoded JSON answer or raise ApiError.
+        """Send one request; return the decoded JSON answer (the raw bytes with decode=False) or raise ApiError.
 
         retry="always" retries 429, 5xx, timeouts and connection errors (safe for reads, patches, events
         and binds, whose duplicate is a 409 the caller resolves); "never" only retries answers that prove
@@ -305,6 +308,8 @@ class KubeClient:
                 continue
             self._observe(method, str(status), sent)
             if status < 400:
+                if not decode:
+                    return raw
                 if not raw:
                     return None
                 return json.loads(raw)
@@ -365,25 +370,80 @@ class KubeClient:
         """
         for _ in range(3):
             items: list[JSON] = []
-            token = ""
+            continued = False  # a 410 after the first page is an expired continue token
             try:
-                while True:
-                    query: list[tuple[str, str | int]] = [("limit", limit)]
-                    if field_selector:
-                        query.append(("fieldSelector", field_selector))
-                    if token:
-                        query.append(("continue", token))
-                    page = await self.request("GET", path, query=query, request_timeout=max(self.request_timeout, 60.0))
-                    items.extend(page.get("items") or [])
-                    meta = page.get("metadata") or {}
-                    token = str(meta.get("continue") or "")
-                    if not token:
-                        return items, str(meta.get("resourceVersion") or "")
+                async with contextlib.aclosing(self.list_pages(path, field_selector=field_selector, limit=limit)) as it:
+                    async for page, rv, token in it:
+                        items.extend(page)
+                        if not token:
+                            return items, rv
+                        continued = True
             except ApiError as exc:
-                if exc.status != 410 or not token:
+                if exc.status != 410 or not continued:
                     raise
                 log.warning("LIST continue token expired; listing again", extra={"path": path})
         raise ApiError(410, "Expired", f"LIST {path}: continue token kept expiring")
+
+    async def list_pages(
+        self, path: str, *, field_selector: str | None = None, limit: int = 500
+    ) -> AsyncGenerator[tuple[list[JSON], str, str], None]:
+        """One paginated LIST: yields (items, list resourceVersion, continue token) per page, the last with "".
+
+        The next page is requested before this one is decoded and handed out (its continue token is read from
+        the answer's leading ListMeta), so the API server prepares page N+1 while the caller works on page N.
+        A 410 (expired continue token) raises ApiError; the caller decides whether to start over.
+        """
+        timeout = max(self.request_timeout, 60.0)
+
+        def fetch(token: str) -> asyncio.Future[bytes]:
+            query: list[tuple[str, str | int]] = [("limit", limit)]
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
+            if token:
+                query.append(("continue", token))
+            return asyncio.ensure_future(self.request("GET", path, query=query, request_timeout=timeout, decode=False))
+
+        pending: asyncio.Future[bytes] | None = fetch("")
+        try:
+            while pending is not None:
+                raw = await pending
+                peeked = peek_continue(raw)
+                pending = fetch(peeked) if peeked else None
+                if pending is not None:
+                    await asyncio.sleep(0)  # let the prefetch send its request before we decode this page
+                page = json.loads(raw) if raw else {}
+                del raw
+                meta = page.get("metadata") or {}
+                token = str(meta.get("continue") or "")
+                if token != (peeked or ""):  # the peek misread the ListMeta: ask for what the answer says
+                    await _cancel(pending)
+                    pending = fetch(token) if token else None
+                yield page.get("items") or [], str(meta.get("resourceVersion") or ""), token
+        finally:
+            await _cancel(pending)
+
+
+_CONTINUE = re.compile(rb'"continue"\s*:\s*"([A-Za-z0-9_=+/-]*)"')
+
+
+def peek_continue(raw: bytes) -> str | None:
+    """The continue token of a List answer, read from its ListMeta (which the API server writes before the
+    items) without decoding the page; None when it has none or it is not where expected."""
+    head_end = raw.find(b'"items"', 0, 4096)
+    if head_end < 0:
+        return None
+    found = _CONTINUE.search(raw, 0, head_end)
+    return found.group(1).decode() if found and found.group(1) else None
+
+
+async def _cancel(future: asyncio.Future[Any] | None) -> None:
+    """Cancel a prefetch nobody will read (and swallow its outcome)."""
+    if future is not None and not future.done():
+        future.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ApiError):
+            await future
+    elif future is not None and not future.cancelled():
+        future.exception()  # mark a failed prefetch as retrieved
 
 
 # --------------------------------------------------------------------------------------------- paths, times

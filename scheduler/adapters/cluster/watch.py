@@ -46,6 +46,7 @@ NODES_PATH = "/api/v1/nodes"
 PODS_PATH = "/api/v1/pods"
 DEFAULT_RESYNC_PERIOD = 300.0
 LIST_PAGE_SIZE = 500
+APPLY_CHUNK = 100  # listed objects applied between two yields to the event loop during the initial sync
 # How long a periodic resync leaves its differences to the watches before calling them drift: longer than a
 # reconnect of a failing watch waits (pod_watch.BACKOFF_MAX) plus a LIST of what it missed.
 LAG_GRACE = 15.0
@@ -284,16 +285,41 @@ class ClusterWatcher:
         return list(by_node.values()), list(by_pod.values())
 
     async def initial_sync(self) -> None:
-        """First LIST, applied as initial-list events (type None); then the caches count as synced."""
+        """First LIST, applied as initial-list events (type None); then the caches count as synced.
+
+        Nodes first, then pods page by page as they arrive: the API server prepares the next page (list_pages
+        prefetches it) while this one is parsed, and the loop is yielded to every APPLY_CHUNK objects so that
+        request and the watches progress. Watch events received meanwhile are dispatched at once and
+        recorded; at the end each recorded object is settled as list_cluster's overlay would (the newer of
+        the event and the listed copy wins; a deletion is final), so nothing the LIST applied later rolls a
+        newer event back, nor a lagging event a newer listed copy.
+        """
         start = self.clock()
+        counts = {"nodes": 0, "pods": 0}
         with gc_policy.bulk_load():  # the cache's objects live long: build them without collections, then freeze
-            nodes, pods = await self.list_cluster()
-            n_nodes, n_pods = len(nodes), len(pods)
-            for node in nodes:
-                self._apply_listed("nodes", node)
-            for pod in pods:
-                self._apply_listed("pods", pod)
-            del nodes[:], pods[:]  # the raw JSON is garbage now: free it before the freeze
+            async with self._list_lock:
+                self._recording = {}
+                try:
+                    listed: dict[Key, JSON] = {}
+                    list_rv = {"nodes": "", "pods": ""}
+                    collections = (("nodes", NODES_PATH, None), ("pods", PODS_PATH, POD_FIELD_SELECTOR))
+                    for resource, path, selector in collections:
+                        list_rv[resource] = await self._list_and_apply(resource, path, selector, listed, counts)
+                    recorded = self._recording
+                finally:
+                    self._recording = None
+                self.stats.last_list = self.clock()
+                self.pods_resource_version = list_rv["pods"]
+                for (resource, key), (kind, obj) in recorded.items():
+                    shown = listed.get((resource, key))
+                    if kind == DELETED:
+                        self._dispatch(resource, DELETED, obj)
+                    elif not _event_is_older(obj, shown, list_rv[resource]):
+                        self._apply_listed(resource, obj)
+                    elif shown is not None:
+                        self._apply_listed(resource, shown)
+                del listed
+        n_nodes, n_pods = counts["nodes"], counts["pods"]
         self.stats.initial_sync_seconds = self.clock() - start
         self.stats.initial_nodes, self.stats.initial_pods = n_nodes, n_pods
         self.stats.synced = True
@@ -306,6 +332,34 @@ class ClusterWatcher:
                 "seconds": round(self.stats.initial_sync_seconds, 3),
             },
         )
+
+    async def _list_and_apply(
+        self, resource: str, path: str, selector: str | None, listed: dict[Key, JSON], counts: dict[str, int]
+    ) -> str:
+        """LIST one collection page by page, applying each object as listed; returns the LIST's resourceVersion.
+        An expired continue token starts over (re-applying a listed object changes nothing)."""
+        key_of = _pod_key if resource == "pods" else _node_key
+        for attempt in range(3):
+            continued = False
+            try:
+                pages = self.client.list_pages(path, field_selector=selector, limit=LIST_PAGE_SIZE)
+                async with contextlib.aclosing(pages) as it:
+                    async for items, rv, token in it:
+                        for i, obj in enumerate(items):
+                            listed[(resource, key_of(obj))] = obj
+                            self._apply_listed(resource, obj)
+                            if i % APPLY_CHUNK == APPLY_CHUNK - 1:
+                                await asyncio.sleep(0)
+                        await asyncio.sleep(0)
+                        if not token:
+                            counts[resource] = sum(1 for r, _ in listed if r == resource)
+                            return rv
+                        continued = True
+            except ApiError as exc:
+                if exc.status != 410 or not continued or attempt == 2:
+                    raise
+                log.warning("LIST continue token expired; listing again", extra={"path": path})
+        raise AssertionError("unreachable")
 
     def _apply_listed(self, resource: str, obj: JSON) -> None:
         try:
