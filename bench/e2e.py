@@ -2,10 +2,12 @@
 
 One etcd + kube-apiserver (inflight limits raised, no kubelets, no controller-manager) serves every run. For
 each workload and repeat, upstream kube-scheduler (the same release as the apiserver) and pyscheduler run one
-after the other, never together, both with ``clientConnection`` qps/burst 5000 and leader election off, each
-on a fresh namespace and fresh Ready nodes (everything of the previous run is deleted first). A run:
+after the other, never together, both with ``clientConnection`` qps/burst 5000 and leader election off; even
+repeats run upstream first, odd ones pyscheduler first. Three methods (``--methods``, default ``create``):
 
-1. create the nodes (Ready, ``cpu 4, memory 32Gi, pods 110``), start the scheduler, wait until it is ready;
+create (upstream scheduler_perf's SchedulingThroughput), on a fresh namespace and fresh Ready nodes per run:
+1. create the nodes (Ready, ``cpu 4, memory 32Gi, pods 110``) and the ``--density`` pods, start the scheduler,
+   wait until it is ready;
 2. create the init pods and wait until all are bound (not measured);
 3. create the measured pods (50 requests in flight) while a watch counts pods whose ``spec.nodeName`` goes
    from empty to set, sampled every second as upstream scheduler_perf's SchedulingThroughput does: the first
@@ -13,6 +15,18 @@ on a fresh namespace and fresh Ready nodes (everything of the previous run is de
 4. read the scheduler's peak RSS (``/proc/<pid>/status`` VmHWM) and CPU seconds (``/proc/<pid>/stat`` utime +
    stime) while it still runs, stop it, then check that every pod is bound, no node is over-committed (sum of
    requests <= allocatable) and every pod sits on a node its constraints allow.
+   The figures are bounded by how fast the driver can create pods: a scheduler that keeps up shows that rate.
+
+backlog: per workload one namespace with its Ready nodes, the ``--density`` pods and the init pods, all bound at
+   creation (spec.nodeName set; no scheduler involved), is shared by all its backlog and ceiling runs.
+   A run creates every measured pod while no scheduler runs, starts the watch, then the scheduler, and times
+   process start -> last measured pod bound, /readyz -> last bound and first bound -> last bound (pods/s over
+   that), the scheduler's CPU from ready to last bound per pod and its peak RSS; then the same checks, and the
+   measured pods are deleted for the next run.
+ceiling: the same pending measured pods bound by the driver itself: ``pods/<name>/binding`` POSTs, 50 in
+   flight, to nodes chosen round robin among those with room that the workload's node-level constraints allow
+   (computed before the clock starts). No scheduling: the most this apiserver accepts, which every backlog
+   figure is also shown as a fraction of.
 
 Workloads (modelled on test/integration/scheduler_perf):
   basic      SchedulingBasic: pods ``100m/500Mi``.
@@ -28,8 +42,12 @@ Workloads (modelled on test/integration/scheduler_perf):
              app-0, or a zone spread constraint (maxSkew 1, DoNotSchedule / ScheduleAnyway); the final state is
              checked against those constraints too.
 
+Sizes: quick (100 nodes), full (1000 nodes; 3000 measured pods for create, 4000 for backlog/ceiling), xl (5000
+nodes, 10000 measured pods).
+
     .venv/bin/python -m bench.e2e --size quick --repeats 1
     .venv/bin/python -m bench.e2e --size full --repeats 3 --json bench/results/$(date +%Y%m%dT%H%M%S).json
+    .venv/bin/python -m bench.e2e --size full --methods backlog,ceiling --density 30 --workloads basic
 
 Needs the control-plane binaries (``bash tests/cluster/build.sh``); ``scripts/bench.sh`` does everything.
 """
@@ -51,7 +69,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -65,7 +83,11 @@ JSON = dict[str, Any]
 
 UPSTREAM = "kube-scheduler"
 PYSCHEDULER = "pyscheduler"
-SCHEDULER_NAMES = {UPSTREAM: "default-scheduler", PYSCHEDULER: "pyscheduler"}
+CEILING = "ceiling"  # not a scheduler: the driver binds round robin (run_ceiling)
+SCHEDULER_NAMES = {UPSTREAM: "default-scheduler", PYSCHEDULER: "pyscheduler", CEILING: "bench-ceiling"}
+PREBOUND_SCHEDULER = "bench-prebound"  # pods bound at creation (density, backlog init pods): nobody schedules them
+CREATE, BACKLOG = "create", "backlog"
+METHODS = (CREATE, BACKLOG, CEILING)
 CLIENT_QPS = 5000
 CLIENT_BURST = 5000
 IN_FLIGHT = 50
@@ -82,8 +104,10 @@ NODE_MEMORY = 32 * 1024**3
 NODE_PODS = 110
 POD_CPU_MILLI = 100
 POD_MEMORY = 500 * 1024**2
+DENSITY_REQUESTS = {"cpu": "10m", "memory": "50Mi"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SAMPLE_INTERVAL = 1.0
+READY_TIMEOUT = 300.0  # process start -> /readyz; informers LIST every pre-bound pod first
 
 
 @dataclass(frozen=True)
@@ -91,11 +115,20 @@ class Size:
     nodes: int
     init_pods: int
     pods: int
+    backlog_pods: int | None = None  # measured pods of the backlog and ceiling methods (default: pods)
+
+    def for_method(self, method: str) -> Size:
+        """The size a method measures: backlog and ceiling take ``backlog_pods`` measured pods when set."""
+        if method == CREATE or self.backlog_pods is None:
+            return self
+        return Size(nodes=self.nodes, init_pods=self.init_pods, pods=self.backlog_pods)
 
 
 SIZES: Mapping[str, Size] = {
     "quick": Size(nodes=100, init_pods=100, pods=500),
-    "full": Size(nodes=1000, init_pods=500, pods=3000),
+    "full": Size(nodes=1000, init_pods=500, pods=3000, backlog_pods=4000),
+    # scheduler_perf's 5000Nodes shapes have 1000 init pods; 2 measured pods per node.
+    "xl": Size(nodes=5000, init_pods=1000, pods=10000),
 }
 
 
@@ -128,11 +161,19 @@ def _node_status() -> JSON:
     return {"status": {"capacity": resources, "allocatable": dict(resources), "conditions": [ready]}}
 
 
-def _pod(name: str, namespace: str, scheduler_name: str, kind: str, phase: str, **spec: Any) -> JSON:
+def _pod(
+    name: str,
+    namespace: str,
+    scheduler_name: str,
+    kind: str,
+    phase: str,
+    requests: Mapping[str, str] | None = None,
+    **spec: Any,
+) -> JSON:
     container = {
         "name": "main",
         "image": PAUSE_IMAGE,
-        "resources": {"requests": {"cpu": f"{POD_CPU_MILLI}m", "memory": "500Mi"}},
+        "resources": {"requests": dict(requests or {"cpu": f"{POD_CPU_MILLI}m", "memory": "500Mi"})},
     }
     meta: JSON = {"name": name, "namespace": namespace, "labels": {KIND_LABEL: kind, PHASE_LABEL: phase}}
     owner = spec.pop("owner", None)
@@ -528,12 +569,17 @@ def _pods_path(obj: JSON) -> str:
 # --- the watch and upstream's throughput collector -----------------------------------------------------------
 
 
-class BindWatch:
-    """A watch on the run's namespace: when each pod's spec.nodeName went from empty to set (monotonic time)."""
+WATCHED_PHASES = f"{PHASE_LABEL} in (init,measure)"  # not the density pods: a --density LIST would be huge
 
-    def __init__(self, api: Api, namespace: str) -> None:
+
+class BindWatch:
+    """A watch on the run's namespace (its init and measured pods): when each pod's spec.nodeName went from empty
+    to set (monotonic time)."""
+
+    def __init__(self, api: Api, namespace: str, selector: str = WATCHED_PHASES) -> None:
         self.api = api
         self.namespace = namespace
+        self.selector = selector
         self.bound_at: dict[str, float] = {}
         self.node_of: dict[str, str] = {}
         self.phase_of: dict[str, str] = {}
@@ -552,7 +598,7 @@ class BindWatch:
         self._task = asyncio.get_running_loop().create_task(self._follow(resp, rv))
 
     async def _relist(self) -> str:
-        page = await self.api.call("GET", self._path, params={"resourceVersion": "0"})
+        page = await self.api.call("GET", self._path, params={"resourceVersion": "0", "labelSelector": self.selector})
         for obj in page.get("items") or []:
             self._observe(obj)
         return str((page.get("metadata") or {}).get("resourceVersion") or "")
@@ -565,7 +611,13 @@ class BindWatch:
         """An established watch from ``rv`` (the apiserver sends its headers then), or None on 410 Gone."""
         resp = await self.api.session.get(
             self.api.server + self._path,
-            params={"watch": "1", "resourceVersion": rv, "allowWatchBookmarks": "true", "timeoutSeconds": "3600"},
+            params={
+                "watch": "1",
+                "resourceVersion": rv,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": "3600",
+                "labelSelector": self.selector,
+            },
             timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
         )
         if resp.status == 410:
@@ -764,7 +816,7 @@ class SchedulerUnderTest:
         ]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **self.env}
         self.process = ManagedProcess(PYSCHEDULER, argv, self.log_dir / f"pyscheduler.{tag}.log", env=env).start()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + READY_TIMEOUT
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
             while True:
                 if not self.process.running():
@@ -775,7 +827,7 @@ class SchedulerUnderTest:
                         if resp.status == 200:
                             return
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"pyscheduler not ready after 60 s:\n{self.process.tail()}")
+                    raise RuntimeError(f"pyscheduler not ready after {READY_TIMEOUT:.0f} s:\n{self.process.tail()}")
                 await asyncio.sleep(0.1)
 
     @property
@@ -828,6 +880,19 @@ class RunResult:
     driver_cpu_seconds_measured: float
     error: str | None = None
     extra: JSON = field(default_factory=dict)
+    method: str = CREATE
+    density: int = 0  # pods bound to each node at creation
+    # backlog and ceiling (times from the watch's view of the measured pods' bindings):
+    start_to_last_bound_s: float | None = None  # scheduler process started -> last measured pod bound
+    ready_to_last_bound_s: float | None = None  # scheduler's /readyz answered 200 -> last bound
+    first_to_last_bound_s: float | None = None  # first measured pod bound -> last bound
+    drain_pods_per_s: float | None = None  # measured pods / first_to_last_bound_s
+    cpu_ms_per_pod: float | None = None  # scheduler CPU from ready to last bound / measured pods
+    apiserver_ms_per_pod: float | None = None  # kube-apiserver CPU over the same window / measured pods
+
+    @property
+    def ok(self) -> bool:
+        return self.all_bound and not self.overcommitted_nodes and not self.misplaced_pods and not self.error
 
 
 def _quantity_milli_cpu(value: str) -> int:
@@ -844,34 +909,143 @@ def _quantity_bytes(value: str) -> int:
     return int(value)
 
 
-def check_placement(workload: Workload, nodes: list[JSON], pods: list[JSON]) -> tuple[int, int]:
-    """(over-committed nodes, pods on a node their own constraints forbid)."""
-    by_name = {n["metadata"]["name"]: n for n in nodes}
+def pod_requests(pod: JSON) -> tuple[int, int]:
+    """(milli-CPU, bytes) the pod's containers request (the bench's pods have no init containers)."""
+    cpu = mem = 0
+    for c in pod["spec"]["containers"]:
+        req = (c.get("resources") or {}).get("requests") or {}
+        cpu += _quantity_milli_cpu(req.get("cpu", "0"))
+        mem += _quantity_bytes(req.get("memory", "0"))
+    return cpu, mem
+
+
+def _allocatable(node: JSON) -> tuple[int, int, int]:
+    alloc = (node.get("status") or {}).get("allocatable") or {}
+    return (
+        _quantity_milli_cpu(alloc.get("cpu", "0")),
+        _quantity_bytes(alloc.get("memory", "0")),
+        int(alloc.get("pods", "0")),
+    )
+
+
+def usage(pods: Iterable[JSON]) -> dict[str, list[int]]:
+    """Node name -> [milli-CPU, bytes, pod count] that the bound pods among ``pods`` request there."""
     used: dict[str, list[int]] = {}
+    for pod in pods:
+        node_name = pod["spec"].get("nodeName")
+        if node_name:
+            cpu, mem = pod_requests(pod)
+            totals = used.setdefault(node_name, [0, 0, 0])
+            totals[0] += cpu
+            totals[1] += mem
+            totals[2] += 1
+    return used
+
+
+class NoRoom(ValueError):
+    pass
+
+
+def plan_bindings(
+    pods: Sequence[JSON],
+    nodes: Sequence[JSON],
+    used: Mapping[str, Sequence[int]],
+    allowed: Callable[[JSON, JSON], bool],
+) -> list[str]:
+    """A node for each pod, round robin and nothing more: the next node after the previous pod's one that still
+    has room for the pod's requests (``used`` plus what this plan put there, against allocatable) and that
+    ``allowed(pod, node)`` accepts (the workload's node-level constraints; pod-level ones are not considered).
+    Raises NoRoom when a pod fits on no node."""
+    names = [n["metadata"]["name"] for n in nodes]
+    alloc = [_allocatable(n) for n in nodes]
+    taken = {name: list(used.get(name, (0, 0, 0))) for name in names}
+    out: list[str] = []
+    cursor = 0
+    for pod in pods:
+        cpu, mem = pod_requests(pod)
+        for step in range(len(nodes)):
+            k = (cursor + step) % len(nodes)
+            have, limit = taken[names[k]], alloc[k]
+            if (
+                have[0] + cpu <= limit[0]
+                and have[1] + mem <= limit[1]
+                and have[2] + 1 <= limit[2]
+                and allowed(pod, nodes[k])
+            ):
+                have[0] += cpu
+                have[1] += mem
+                have[2] += 1
+                out.append(names[k])
+                cursor = k + 1
+                break
+        else:
+            raise NoRoom(
+                f"pod {pod['metadata']['name']} ({cpu}m, {mem // 1024**2}Mi) fits on none of the {len(nodes)} nodes "
+                f"after {len(out)} pods were placed"
+            )
+    return out
+
+
+def density_pods(ctx: RunContext, nodes: int, per_node: int) -> list[JSON]:
+    """``per_node`` small pods (DENSITY_REQUESTS) bound to each node at creation, as a real cluster carries."""
+    pods = []
+    for i in range(nodes):
+        for j in range(per_node):
+            pod = _pod(
+                f"dens-{i:05d}-{j:03d}", ctx.namespace, PREBOUND_SCHEDULER, "density", "density", DENSITY_REQUESTS
+            )
+            pod["spec"]["nodeName"] = ctx.node_name(i)
+            pods.append(pod)
+    return pods
+
+
+def prebound_layout(
+    workload: Workload, ctx: RunContext, size: Size, density: int, bind_init: bool
+) -> tuple[list[JSON], list[JSON]]:
+    """The nodes (with the Ready status the driver gives them) and the pods bound at creation: ``density`` per
+    node and, with ``bind_init``, the init pods, placed by plan_bindings (round robin where the workload allows
+    them and they fit)."""
+    nodes = [workload.node(ctx, i) | _node_status() for i in range(size.nodes)]
+    prebound = density_pods(ctx, size.nodes, density)
+    if bind_init and size.init_pods:
+        init = [workload.init_pod(ctx, i) for i in range(size.init_pods)]
+        for pod, host in zip(init, plan_bindings(init, nodes, usage(prebound), workload.allowed), strict=True):
+            pod["spec"]["nodeName"] = host
+            pod["spec"]["schedulerName"] = PREBOUND_SCHEDULER
+        prebound += init
+    return nodes, prebound
+
+
+def check_fits(workload: Workload, ctx: RunContext, size: Size, density: int, bind_init: bool) -> None:
+    """Raises NoRoom when the pods a run leaves to the scheduler (measured pods, plus the init pods unless they
+    are bound at creation) cannot all be placed round robin next to the pre-bound ones (e.g. a --density that
+    fills the nodes' pod or CPU capacity)."""
+    nodes, prebound = prebound_layout(workload, ctx, size, density, bind_init)
+    pending = workload.measured_pods(ctx, size)
+    if not bind_init:
+        pending = [workload.init_pod(ctx, i) for i in range(size.init_pods)] + pending
+    plan_bindings(pending, nodes, usage(prebound), workload.allowed)
+
+
+def check_placement(workload: Workload, nodes: list[JSON], pods: list[JSON], pod_level: bool = True) -> tuple[int, int]:
+    """(over-committed nodes, pods on a node their own constraints forbid). Density pods are placed by the
+    driver on every node and are only counted for the over-commit; ``pod_level=False`` leaves out the inter-pod
+    constraints (the ceiling's round robin does not consider them)."""
+    by_name = {n["metadata"]["name"]: n for n in nodes}
     misplaced = 0
     for pod in pods:
         node_name = pod["spec"].get("nodeName")
-        if not node_name:
+        if not node_name or pod["metadata"]["labels"].get(PHASE_LABEL) == "density":
             continue
         node = by_name.get(node_name)
         if node is None or not workload.allowed(pod, node):
             misplaced += 1
-        totals = used.setdefault(node_name, [0, 0, 0])
-        for c in pod["spec"]["containers"]:
-            req = (c.get("resources") or {}).get("requests") or {}
-            totals[0] += _quantity_milli_cpu(req.get("cpu", "0"))
-            totals[1] += _quantity_bytes(req.get("memory", "0"))
-        totals[2] += 1
     over = 0
-    for name, (cpu, mem, count) in used.items():
-        alloc = ((by_name.get(name) or {}).get("status") or {}).get("allocatable") or {}
-        if (
-            cpu > _quantity_milli_cpu(alloc.get("cpu", "0"))
-            or mem > _quantity_bytes(alloc.get("memory", "0"))
-            or count > int(alloc.get("pods", "0"))
-        ):
+    for name, (cpu, mem, count) in usage(pods).items():
+        limit = _allocatable(by_name.get(name) or {})
+        if cpu > limit[0] or mem > limit[1] or count > limit[2]:
             over += 1
-    if isinstance(workload, _InterPodWorkload):
+    if pod_level and isinstance(workload, _InterPodWorkload):
         misplaced += workload.violations(pods, nodes)
     return over, misplaced
 
@@ -889,18 +1063,9 @@ def _self_cpu() -> float:
     return t.user + t.system
 
 
-async def run_once(
-    cp: ControlPlane,
-    api: Api,
-    workload: Workload,
-    kind: str,
-    size: Size,
-    repeat: int,
-    log_dir: Path,
-    profile: Path | None,
-) -> RunResult:
-    run_id = f"{workload.name[:3]}-{'up' if kind == UPSTREAM else 'py'}-{repeat}-{secrets.token_hex(3)}"
-    ctx = RunContext(workload.name, kind, f"bench-{run_id}", f"n-{run_id}-", run_id)
+async def setup(api: Api, workload: Workload, ctx: RunContext, size: Size, density: int, bind_init: bool) -> JSON:
+    """The run's namespace (and DaemonSet owner), its Ready nodes and the pods bound at creation (prebound_layout:
+    ``density`` per node, and the init pods when ``bind_init``); returns how long the creations took."""
     await api.call(
         "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ctx.namespace}}
     )
@@ -933,12 +1098,32 @@ async def run_once(
             "blockOwnerDeletion": True,
         }
     node_seconds = await create_ready_nodes(api, [workload.node(ctx, i) for i in range(size.nodes)])
+    _, prebound = prebound_layout(workload, ctx, size, density, bind_init)
+    prebound_seconds = await create_many(api, _pods_path, prebound)
+    return {"node_create_seconds": node_seconds, "prebound_pods": len(prebound), "prebound_seconds": prebound_seconds}
+
+
+async def run_once(
+    cp: ControlPlane,
+    api: Api,
+    workload: Workload,
+    kind: str,
+    size: Size,
+    repeat: int,
+    log_dir: Path,
+    profile: Path | None,
+    density: int = 0,
+) -> RunResult:
+    """The create method: the scheduler runs while the driver creates the init, then the measured pods."""
+    run_id = f"{workload.name[:3]}-{'up' if kind == UPSTREAM else 'py'}-{repeat}-{secrets.token_hex(3)}"
+    ctx = RunContext(workload.name, kind, f"bench-{run_id}", f"n-{run_id}-", run_id)
+    extra: JSON = await setup(api, workload, ctx, size, density, bind_init=False)
     init_pods = [workload.init_pod(ctx, i) for i in range(size.init_pods)]
     measured = workload.measured_pods(ctx, size)
     sched = SchedulerUnderTest(kind, cp, log_dir, profile)
     watch = BindWatch(api, ctx.namespace)
     error: str | None = None
-    extra: JSON = {"node_create_seconds": node_seconds, "loadavg_before": os.getloadavg()}
+    extra["loadavg_before"] = os.getloadavg()
     samples: list[float] = []
     create_seconds = 0.0
     window: float | None = None
@@ -990,6 +1175,7 @@ async def run_once(
     bound = sum(1 for p in pods if p["spec"].get("nodeName"))
     await cleanup(api, ctx)
     stats = summarize(samples)
+    expected = len(init_pods) + len(measured) + extra["prebound_pods"]
     return RunResult(
         workload=workload.name,
         scheduler=kind,
@@ -1005,7 +1191,7 @@ async def run_once(
         first_created_to_last_bound_s=window,
         create_seconds=create_seconds,
         bound=bound,
-        all_bound=bound == len(pods) == len(init_pods) + len(measured),
+        all_bound=bound == len(pods) == expected,
         overcommitted_nodes=over,
         misplaced_pods=misplaced,
         cpu_seconds=proc.cpu_seconds,
@@ -1015,6 +1201,243 @@ async def run_once(
         driver_cpu_seconds_measured=driver_cpu,
         error=error,
         extra=extra,
+        density=density,
+    )
+
+
+@dataclass
+class Prepared:
+    """A cluster state shared by all the backlog and ceiling runs of a workload: namespace, Ready nodes,
+    pre-bound density and init pods. Each run adds the measured pods (pending), binds them and deletes them
+    again, so each starts from the same state (and the --density pods are created once, not per run)."""
+
+    ctx: RunContext
+    nodes: list[JSON]
+    used: dict[str, list[int]]
+    prebound: int
+    extra: JSON
+
+
+async def prepare(api: Api, workload: Workload, size: Size, density: int) -> Prepared:
+    run_id = f"{workload.name[:3]}-bl-{secrets.token_hex(3)}"
+    ctx = RunContext(workload.name, CEILING, f"bench-{run_id}", f"n-{run_id}-", run_id)
+    extra = await setup(api, workload, ctx, size, density, bind_init=True)
+    nodes, prebound = prebound_layout(workload, ctx, size, density, bind_init=True)
+    return Prepared(ctx, nodes, usage(prebound), len(prebound), extra)
+
+
+async def delete_measured(api: Api, namespace: str, within: float = 300.0) -> None:
+    """Delete the measured pods (grace 0: gone at once, no kubelet to confirm) and wait until none is listed."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    selector = f"{PHASE_LABEL}=measure"
+    await api.call("DELETE", path, params={"labelSelector": selector, "gracePeriodSeconds": "0"})
+    deadline = time.monotonic() + within
+    while (await api.call("GET", path, params={"labelSelector": selector, "limit": "1"})).get("items"):
+        if time.monotonic() > deadline:
+            raise ApiFailure(f"measured pods in {namespace} still listed {within:.0f} s after their deletion")
+        await asyncio.sleep(0.5)
+
+
+async def _final_check(
+    api: Api, workload: Workload, prep: Prepared, expected: int, pod_level: bool = True
+) -> tuple[int, bool, int, int]:
+    """(bound pods, all bound, over-committed nodes, misplaced pods) of the namespace's final state."""
+    pods = await api.list_all(f"/api/v1/namespaces/{prep.ctx.namespace}/pods")
+    node_objs = await api.list_all("/api/v1/nodes", {"labelSelector": f"{RUN_LABEL}={prep.ctx.run}"})
+    over, misplaced = check_placement(workload, node_objs, pods, pod_level)
+    bound = sum(1 for p in pods if p["spec"].get("nodeName"))
+    return bound, bound == len(pods) == expected, over, misplaced
+
+
+def _bound_window(watch: BindWatch) -> tuple[float, float] | None:
+    """(first, last) monotonic time a measured pod was seen bound."""
+    times = [t for n, t in watch.bound_at.items() if watch.phase_of[n] == "measure"]
+    return (min(times), max(times)) if times else None
+
+
+async def run_backlog(
+    cp: ControlPlane,
+    api: Api,
+    workload: Workload,
+    prep: Prepared,
+    kind: str,
+    size: Size,
+    repeat: int,
+    log_dir: Path,
+    profile: Path | None,
+    density: int,
+) -> RunResult:
+    """The backlog method: every measured pod is created (pending) while no scheduler runs; then the scheduler
+    starts and the clock runs until the last one is bound."""
+    ctx = replace(prep.ctx, scheduler=kind)
+    measured = workload.measured_pods(ctx, size)
+    create_seconds = await create_many(api, _pods_path, measured)
+    watch = BindWatch(api, ctx.namespace)
+    sched = SchedulerUnderTest(kind, cp, log_dir, profile)
+    collector = ThroughputCollector(watch, "measure")
+    apiserver_pid = cp.processes["kube-apiserver"].pid
+    extra: JSON = {**prep.extra, "loadavg_before": os.getloadavg(), "measured_create_seconds": create_seconds}
+    error: str | None = None
+    spawned = ready = 0.0
+    cpu_ready = cpu_end = api_ready = api_end = driver_ready = driver_end = 0.0
+    proc = ProcStats(0.0, 0.0)
+    try:
+        await watch.start()
+        spawned = time.monotonic()
+        await sched.start(f"backlog-{ctx.run}-{kind}")
+        ready = time.monotonic()
+        cpu_ready, api_ready, driver_ready = _cpu_of(sched.pid), _cpu_of(apiserver_pid), _self_cpu()
+        collector.start()
+        ok = await watch.wait_bound("measure", len(measured), max(120.0, size.pods / 10), sched.alive)
+        cpu_end, api_end, driver_end = _cpu_of(sched.pid), _cpu_of(apiserver_pid), _self_cpu()
+        await collector.stop()
+        if not ok:
+            error = f"measured pods: {watch.bound_by_phase.get('measure', 0)}/{len(measured)} bound in time"
+        if sched.alive():
+            proc = read_proc(sched.pid)
+        else:
+            error = (error or "") + f" scheduler exited early ({sched.process.poll() if sched.process else '?'})"
+    except Exception as exc:  # a failed run is reported, not fatal for the others
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        extra["loadavg_after"] = os.getloadavg()
+        extra["watch_events"], extra["watch_reconnects"] = watch.events, watch.reconnects
+        extra["ready_seconds"] = ready - spawned if ready else None
+        await collector.stop()
+        await watch.stop()
+        await sched.stop()
+    window = _bound_window(watch)
+    bound, all_bound, over, misplaced = await _final_check(api, workload, prep, prep.prebound + len(measured))
+    await delete_measured(api, ctx.namespace)
+    stats = summarize(collector.samples)
+    n = len(measured)
+    first_to_last = window[1] - window[0] if window else None
+    return RunResult(
+        workload=workload.name,
+        scheduler=kind,
+        repeat=repeat,
+        nodes=size.nodes,
+        init_pods=size.init_pods,
+        pods=n,
+        samples=collector.samples,
+        average=stats["average"],
+        p50=stats["p50"],
+        p90=stats["p90"],
+        p99=stats["p99"],
+        first_created_to_last_bound_s=None,
+        create_seconds=create_seconds,
+        bound=bound,
+        all_bound=all_bound,
+        overcommitted_nodes=over,
+        misplaced_pods=misplaced,
+        cpu_seconds=proc.cpu_seconds,
+        cpu_seconds_measured=cpu_end - cpu_ready,
+        peak_rss_mib=proc.peak_rss_mib,
+        apiserver_cpu_seconds_measured=api_end - api_ready,
+        driver_cpu_seconds_measured=driver_end - driver_ready,
+        error=error,
+        extra=extra,
+        method=BACKLOG,
+        density=density,
+        start_to_last_bound_s=window[1] - spawned if window else None,
+        ready_to_last_bound_s=window[1] - ready if window and ready else None,
+        first_to_last_bound_s=first_to_last,
+        drain_pods_per_s=n / first_to_last if first_to_last else None,
+        cpu_ms_per_pod=1000 * (cpu_end - cpu_ready) / n if n and cpu_end else None,
+        apiserver_ms_per_pod=1000 * (api_end - api_ready) / n if n and api_end else None,
+    )
+
+
+def _binding(namespace: str, name: str, node: str) -> tuple[str, bytes]:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": namespace},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    return f"/api/v1/namespaces/{namespace}/pods/{name}/binding", json.dumps(body).encode()
+
+
+async def post_all(api: Api, requests: Sequence[tuple[str, bytes]]) -> float:
+    """POST every (path, body) with IN_FLIGHT requests in flight; returns the seconds it took."""
+    queue = iter(requests)
+    start = time.monotonic()
+
+    async def worker() -> None:
+        for path, body in queue:
+            await api.call("POST", path, body)
+
+    await asyncio.gather(*(worker() for _ in range(min(IN_FLIGHT, len(requests)) or 1)))
+    return time.monotonic() - start
+
+
+async def run_ceiling(
+    cp: ControlPlane, api: Api, workload: Workload, prep: Prepared, size: Size, repeat: int, density: int
+) -> RunResult:
+    """The ceiling: the same pending measured pods, bound by the driver itself: ``pods/<name>/binding`` POSTs,
+    IN_FLIGHT in flight, to nodes picked round robin among those with room (plan_bindings, computed before the
+    clock starts). No scheduler runs; what it measures is how fast this apiserver accepts bindings."""
+    ctx = replace(prep.ctx, scheduler=CEILING)
+    measured = workload.measured_pods(ctx, size)
+    create_seconds = await create_many(api, _pods_path, measured)
+    targets = plan_bindings(measured, prep.nodes, prep.used, workload.allowed)
+    requests = [_binding(ctx.namespace, p["metadata"]["name"], t) for p, t in zip(measured, targets, strict=True)]
+    watch = BindWatch(api, ctx.namespace)
+    apiserver_pid = cp.processes["kube-apiserver"].pid
+    extra: JSON = {**prep.extra, "loadavg_before": os.getloadavg(), "measured_create_seconds": create_seconds}
+    error: str | None = None
+    api_before = api_end = driver_before = driver_end = 0.0
+    try:
+        await watch.start()
+        api_before, driver_before = _cpu_of(apiserver_pid), _self_cpu()
+        extra["post_seconds"] = await post_all(api, requests)
+        ok = await watch.wait_bound("measure", len(measured), max(120.0, size.pods / 10), lambda: True)
+        api_end, driver_end = _cpu_of(apiserver_pid), _self_cpu()
+        if not ok:
+            error = f"measured pods: {watch.bound_by_phase.get('measure', 0)}/{len(measured)} bound in time"
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        extra["loadavg_after"] = os.getloadavg()
+        extra["watch_events"], extra["watch_reconnects"] = watch.events, watch.reconnects
+        await watch.stop()
+    window = _bound_window(watch)
+    bound, all_bound, over, misplaced = await _final_check(
+        api, workload, prep, prep.prebound + len(measured), pod_level=False
+    )
+    await delete_measured(api, ctx.namespace)
+    n = len(measured)
+    first_to_last = window[1] - window[0] if window else None
+    return RunResult(
+        workload=workload.name,
+        scheduler=CEILING,
+        repeat=repeat,
+        nodes=size.nodes,
+        init_pods=size.init_pods,
+        pods=n,
+        samples=[],
+        average=None,
+        p50=None,
+        p90=None,
+        p99=None,
+        first_created_to_last_bound_s=None,
+        create_seconds=create_seconds,
+        bound=bound,
+        all_bound=all_bound,
+        overcommitted_nodes=over,
+        misplaced_pods=misplaced,
+        cpu_seconds=0.0,
+        cpu_seconds_measured=0.0,
+        peak_rss_mib=0.0,
+        apiserver_cpu_seconds_measured=api_end - api_before,
+        driver_cpu_seconds_measured=driver_end - driver_before,
+        error=error,
+        extra=extra,
+        method=CEILING,
+        density=density,
+        first_to_last_bound_s=first_to_last,
+        drain_pods_per_s=n / first_to_last if first_to_last else None,
+        apiserver_ms_per_pod=1000 * (api_end - api_before) / n if n and api_end else None,
     )
 
 
@@ -1047,18 +1470,35 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
-def medians(results: Sequence[RunResult]) -> dict[tuple[str, str], JSON]:
+# The backlog table: (RunResult field, column, format, how it compares with the ceiling: "rate" = value /
+# ceiling pods/s, "time" = ceiling first->last / value, i.e. the rate that window means for the same pods
+# against the ceiling's; None: no counterpart).
+BACKLOG_METRICS: tuple[tuple[str, str, str, str | None], ...] = (
+    ("start_to_last_bound_s", "start->last s", "{:.1f}", "time"),
+    ("ready_to_last_bound_s", "ready->last s", "{:.1f}", "time"),
+    ("first_to_last_bound_s", "first->last s", "{:.1f}", "time"),
+    ("drain_pods_per_s", "pods/s", "{:.0f}", "rate"),
+    ("cpu_ms_per_pod", "CPU ms/pod", "{:.2f}", None),
+    ("cpu_seconds", "CPU s", "{:.1f}", None),
+    ("peak_rss_mib", "peak RSS MiB", "{:.0f}", None),
+    ("apiserver_ms_per_pod", "apiserver CPU ms/pod", "{:.2f}", None),
+)
+CEILING_COLUMNS = frozenset({"first_to_last_bound_s", "drain_pods_per_s", "apiserver_ms_per_pod"})
+CREATE_KEYS = tuple(key for key, _, _ in METRICS)
+BACKLOG_KEYS = tuple(key for key, _, _, _ in BACKLOG_METRICS)
+
+
+def medians(results: Sequence[RunResult], keys: Iterable[str] = CREATE_KEYS) -> dict[tuple[str, str], JSON]:
     out: dict[tuple[str, str], JSON] = {}
     for r in results:
         out.setdefault((r.workload, r.scheduler), {"runs": []})["runs"].append(r)
+    keys = tuple(keys)
     for entry in out.values():
         runs: list[RunResult] = entry["runs"]
-        for key, _, _ in METRICS:
+        for key in keys:
             entry[key] = _median(getattr(r, key) for r in runs)
         entry["n"] = len(runs)
-        entry["ok"] = sum(
-            1 for r in runs if r.all_bound and not r.overcommitted_nodes and not r.misplaced_pods and not r.error
-        )
+        entry["ok"] = sum(1 for r in runs if r.ok)
     return out
 
 
@@ -1066,8 +1506,44 @@ def _fmt(fmt: str, value: float | None) -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def render_table(results: Sequence[RunResult], workloads: Sequence[str], size: Size) -> str:
-    med = medians(results)
+def ratio(a: float | None, b: float | None) -> str:
+    """a/b as "1.23x", "-" when either is missing or b is zero."""
+    return "-" if a is None or not b else f"{a / b:.2f}x"
+
+
+def ceiling_fraction(compare: str | None, value: float | None, ceiling: Mapping[str, Any] | None) -> float | None:
+    """A backlog figure as a fraction of the ceiling's: a rate against the ceiling's pods/s, a duration as the
+    ceiling's first->last window over it (both: the ceiling's speed = 1). None when there is nothing to compare."""
+    if compare is None or value is None or ceiling is None or not value:
+        return None
+    if compare == "rate":
+        top = ceiling.get("drain_pods_per_s")
+        return value / top if top else None
+    window = ceiling.get("first_to_last_bound_s")
+    return window / value if window is not None else None
+
+
+def run_order(items: Sequence[str], repeat: int) -> list[str]:
+    """Even repeats keep the order, odd ones reverse it, so neither scheduler always runs first (on a fresher
+    apiserver, or right after the other one's run)."""
+    return list(items) if repeat % 2 == 0 else list(reversed(items))
+
+
+def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return (
+            "| " + " | ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i]) for i, c in enumerate(cells)) + " |"
+        )
+
+    sep = "|" + "|".join("-" * (w + 2) if i < 2 else "-" * (w + 1) + ":" for i, w in enumerate(widths)) + "|"
+    return [line(header), sep, *(line(r) for r in rows)]
+
+
+def render_table(results: Sequence[RunResult], workloads: Sequence[str], size: Size, density: int = 0) -> str:
+    """The create method's table (results of other methods are left out)."""
+    med = medians([r for r in results if r.method == CREATE])
     header = ["workload", "scheduler", *(label for _, label, _ in METRICS), "runs ok"]
     rows: list[list[str]] = []
     for w in workloads:
@@ -1077,24 +1553,52 @@ def render_table(results: Sequence[RunResult], workloads: Sequence[str], size: S
                 continue
             rows.append([w, kind, *(_fmt(f, entry[k]) for k, _, f in METRICS), f"{entry['ok']}/{entry['n']}"])
         if up is not None and py is not None:
-            ratio = []
-            for k, _, _ in METRICS:
-                a, b = py[k], up[k]
-                ratio.append("-" if a is None or not b else f"{a / b:.2f}x")
-            rows.append([w, "py/upstream", *ratio, ""])
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return (
-            "| " + " | ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i]) for i, c in enumerate(cells)) + " |"
-        )
-
-    sep = "|" + "|".join("-" * (w + 2) if i < 2 else "-" * (w + 1) + ":" for i, w in enumerate(widths)) + "|"
+            rows.append([w, "py/upstream", *(ratio(py[k], up[k]) for k, _, _ in METRICS), ""])
     title = (
-        f"{size.nodes} nodes, {size.init_pods} init pods, {size.pods} measured pods; "
+        f"{size.nodes} nodes, {size.init_pods} init pods, {size.pods} measured pods"
+        + (f", {density} pods per node bound at creation" if density else "")
+        + f"; medians of {max((e['n'] for e in med.values()), default=0)} runs"
+    )
+    return "\n".join([title, "", *_markdown(header, rows)])
+
+
+def render_backlog_table(results: Sequence[RunResult], workloads: Sequence[str], size: Size, density: int = 0) -> str:
+    """The backlog and ceiling methods' table: per workload the two schedulers (figures with their fraction of
+    the ceiling), their ratio and the ceiling itself."""
+    keys = BACKLOG_KEYS
+    med = medians([r for r in results if r.method in (BACKLOG, CEILING)], keys)
+    header = ["workload", "scheduler", *(label for _, label, _, _ in BACKLOG_METRICS), "runs ok"]
+    rows: list[list[str]] = []
+    for w in workloads:
+        up, py, top = med.get((w, UPSTREAM)), med.get((w, PYSCHEDULER)), med.get((w, CEILING))
+        for kind, entry in ((UPSTREAM, up), (PYSCHEDULER, py)):
+            if entry is None:
+                continue
+            cells = []
+            for k, _, f, compare in BACKLOG_METRICS:
+                cell = _fmt(f, entry[k])
+                frac = ceiling_fraction(compare, entry[k], top)
+                cells.append(cell if frac is None else f"{cell} ({frac:.0%})")
+            rows.append([w, kind, *cells, f"{entry['ok']}/{entry['n']}"])
+        if up is not None and py is not None:
+            rows.append([w, "py/upstream", *(ratio(py[k], up[k]) for k in keys), ""])
+        if top is not None:
+            cells = [_fmt(f, top[k]) if k in CEILING_COLUMNS else "-" for k, _, f, _ in BACKLOG_METRICS]
+            rows.append([w, "ceiling", *cells, f"{top['ok']}/{top['n']}"])
+    title = (
+        f"backlog: {size.nodes} nodes, {size.init_pods} init pods"
+        + (f" and {density} pods per node" if density else "")
+        + f" bound at creation, {size.pods} measured pods created before the scheduler starts; "
         f"medians of {max((e['n'] for e in med.values()), default=0)} runs"
     )
-    return "\n".join([title, "", line(header), sep, *(line(r) for r in rows)])
+    legend = (
+        "start/ready/first -> last: from the scheduler's process start, its /readyz, the first measured pod bound, to "
+        "the last one bound; pods/s = measured pods / first->last; CPU ms/pod = scheduler CPU from ready to last "
+        "bound / pods. (NN%) = fraction of the ceiling measured in this invocation (ceiling = the driver's raw "
+        f"pods/<name>/binding POSTs, {IN_FLIGHT} in flight, round robin, no scheduler): pods/s over the ceiling's, "
+        "a duration as the ceiling's first->last over it."
+    )
+    return "\n".join([title, "", *_markdown(header, rows), "", legend])
 
 
 def run_inprocess(nodes: int, pods: int, runs: int) -> JSON:
@@ -1138,17 +1642,34 @@ async def main_async(args: argparse.Namespace) -> int:
         nodes=args.nodes or size.nodes,
         init_pods=args.init_pods if args.init_pods is not None else size.init_pods,
         pods=args.pods or size.pods,
+        backlog_pods=args.pods or size.backlog_pods,
     )
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
     for w in workloads:
         if w not in WORKLOADS:
             raise SystemExit(f"unknown workload {w!r} (choose from {', '.join(WORKLOADS)})")
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    for m in methods:
+        if m not in METHODS:
+            raise SystemExit(f"unknown method {m!r} (choose from {', '.join(METHODS)})")
+    density = args.density
+    for m in methods:
+        for w in workloads:
+            try:
+                check_fits(
+                    WORKLOADS[w], RunContext(w, CEILING, "ns", "n-", "run"), size.for_method(m), density, m != CREATE
+                )
+            except NoRoom as exc:
+                raise SystemExit(f"{m}/{w}: the pods do not fit next to --density {density}: {exc}") from None
     config = ControlPlaneConfig(
         max_requests_inflight=10000,
         max_mutating_requests_inflight=5000,
         keep_work_dir=args.keep,
-        apiserver_args=("--event-ttl=5m",),
+        # deletecollection (the cleanups, never inside a measured window) deletes one pod at a time by default:
+        # ~5.7 ms per pod here, minutes for a --density 30 namespace.
+        apiserver_args=("--event-ttl=5m", "--delete-collection-workers=8"),
+        startup_timeout=READY_TIMEOUT,  # also upstream kube-scheduler's /readyz wait
     )
     results: list[RunResult] = []
     started = time.monotonic()
@@ -1161,30 +1682,43 @@ async def main_async(args: argparse.Namespace) -> int:
         api = Api(cp.server, cp.token)
         try:
             for w in workloads:
-                for repeat in range(args.repeats):
-                    for kind in schedulers:
+                workload = WORKLOADS[w]
+                for repeat in range(args.repeats if CREATE in methods else 0):
+                    for kind in run_order(schedulers, repeat):
                         profile = Path(args.profile) if args.profile and kind == PYSCHEDULER else None
-                        r = await run_once(cp, api, WORKLOADS[w], kind, size, repeat, log_dir, profile)
+                        r = await run_once(cp, api, workload, kind, size, repeat, log_dir, profile, density)
                         results.append(r)
-                        print(
-                            f"[{time.monotonic() - started:6.0f}s] {w:9} {kind:14} #{repeat}: "
-                            f"avg {_fmt('{:.0f}', r.average)} pods/s, p50 {_fmt('{:.0f}', r.p50)}, "
-                            f"window {_fmt('{:.1f}', r.first_created_to_last_bound_s)} s, "
-                            f"create {r.create_seconds:.1f} s, bound {r.bound}, over {r.overcommitted_nodes}, "
-                            f"misplaced {r.misplaced_pods}, cpu {r.cpu_seconds:.1f} s "
-                            f"({r.cpu_seconds_measured:.1f} measured; apiserver {r.apiserver_cpu_seconds_measured:.1f}"
-                            f", driver {r.driver_cpu_seconds_measured:.1f}), rss {r.peak_rss_mib:.0f} MiB"
-                            + f", load {r.extra['loadavg_before'][0]:.1f}, reconnects {r.extra.get('watch_reconnects')}"
-                            + (f", ERROR {r.error}" if r.error else ""),
-                            file=sys.stderr,
-                            flush=True,
-                        )
+                        _progress(started, r)
+                drained = [*(schedulers if BACKLOG in methods else ()), *((CEILING,) if CEILING in methods else ())]
+                if not drained:
+                    continue
+                bsize = size.for_method(BACKLOG)
+                prep = await prepare(api, workload, bsize, density)
+                try:
+                    for repeat in range(args.repeats):
+                        for kind in run_order(drained, repeat):
+                            if kind == CEILING:
+                                r = await run_ceiling(cp, api, workload, prep, bsize, repeat, density)
+                            else:
+                                profile = Path(args.profile) if args.profile and kind == PYSCHEDULER else None
+                                r = await run_backlog(
+                                    cp, api, workload, prep, kind, bsize, repeat, log_dir, profile, density
+                                )
+                            results.append(r)
+                            _progress(started, r)
+                finally:
+                    await cleanup(api, prep.ctx)
         finally:
             await api.close()
     inprocess: JSON | None = None
     if args.inprocess_nodes:
         inprocess = run_inprocess(args.inprocess_nodes, args.inprocess_pods, args.inprocess_runs)
-    table = render_table(results, workloads, size)
+    tables = []
+    if CREATE in methods:
+        tables.append(render_table(results, workloads, size, density))
+    if BACKLOG in methods or CEILING in methods:
+        tables.append(render_backlog_table(results, workloads, size.for_method(BACKLOG), density))
+    table = "\n\n".join(tables)
     print(table)
     if inprocess is not None:
         print(
@@ -1199,20 +1733,60 @@ async def main_async(args: argparse.Namespace) -> int:
             "created": datetime.now(UTC).isoformat(),
             "release": release,
             "size": asdict(size),
+            "methods": methods,
+            "density": density,
             "client_qps_burst": [CLIENT_QPS, CLIENT_BURST],
             "machine": machine(),
             "wall_seconds": time.monotonic() - started,
             "table": table,
             "medians": {
-                f"{w}/{s}": {k: v for k, v in e.items() if k != "runs"} for (w, s), e in medians(results).items()
+                f"{w}/{s}": {k: v for k, v in e.items() if k != "runs"}
+                for (w, s), e in medians([r for r in results if r.method == CREATE]).items()
+            },
+            "backlog_medians": {
+                f"{w}/{s}": {k: v for k, v in e.items() if k != "runs"}
+                for (w, s), e in medians([r for r in results if r.method != CREATE], BACKLOG_KEYS).items()
             },
             "runs": [asdict(r) for r in results],
             "inprocess": inprocess,
         }
         await asyncio.to_thread(path.write_text, json.dumps(doc, indent=2))
         print(f"\nraw samples: {path}", file=sys.stderr)
-    failed = [r for r in results if r.error or not r.all_bound or r.overcommitted_nodes or r.misplaced_pods]
-    return 1 if failed else 0
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _progress(started: float, r: RunResult) -> None:
+    """One line per run on stderr."""
+    head = f"[{time.monotonic() - started:6.0f}s] {r.method:7} {r.workload:9} {r.scheduler:14} #{r.repeat}: "
+    tail = (
+        f", bound {r.bound}, over {r.overcommitted_nodes}, misplaced {r.misplaced_pods}"
+        + f", load {r.extra['loadavg_before'][0]:.1f}, reconnects {r.extra.get('watch_reconnects')}"
+        + (f", ERROR {r.error}" if r.error else "")
+    )
+    if r.method == CREATE:
+        body = (
+            f"avg {_fmt('{:.0f}', r.average)} pods/s, p50 {_fmt('{:.0f}', r.p50)}, "
+            f"window {_fmt('{:.1f}', r.first_created_to_last_bound_s)} s, "
+            f"create {r.create_seconds:.1f} s, cpu {r.cpu_seconds:.1f} s "
+            f"({r.cpu_seconds_measured:.1f} measured; apiserver {r.apiserver_cpu_seconds_measured:.1f}"
+            f", driver {r.driver_cpu_seconds_measured:.1f}), rss {r.peak_rss_mib:.0f} MiB"
+        )
+    elif r.method == BACKLOG:
+        body = (
+            f"start->last {_fmt('{:.1f}', r.start_to_last_bound_s)} s, "
+            f"ready->last {_fmt('{:.1f}', r.ready_to_last_bound_s)} s, "
+            f"first->last {_fmt('{:.1f}', r.first_to_last_bound_s)} s = {_fmt('{:.0f}', r.drain_pods_per_s)} pods/s, "
+            f"cpu {_fmt('{:.2f}', r.cpu_ms_per_pod)} ms/pod ({r.cpu_seconds:.1f} s in all), "
+            f"apiserver {_fmt('{:.2f}', r.apiserver_ms_per_pod)} ms/pod, rss {r.peak_rss_mib:.0f} MiB, "
+            f"pending pods created in {r.create_seconds:.1f} s"
+        )
+    else:
+        body = (
+            f"first->last {_fmt('{:.1f}', r.first_to_last_bound_s)} s = {_fmt('{:.0f}', r.drain_pods_per_s)} pods/s, "
+            f"POSTs {r.extra.get('post_seconds', 0.0):.1f} s, apiserver {_fmt('{:.2f}', r.apiserver_ms_per_pod)} "
+            f"ms/pod, driver {r.driver_cpu_seconds_measured:.1f} s"
+        )
+    print(head + body + tail, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1224,6 +1798,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workloads", default="basic,affinity,daemonset")
     parser.add_argument("--schedulers", default=f"{UPSTREAM},{PYSCHEDULER}")
+    parser.add_argument(
+        "--methods",
+        "--method",
+        default=CREATE,
+        help="comma-separated: create (pods created while the scheduler runs), backlog (all created before it "
+        "starts), ceiling (the same backlog bound by raw binding POSTs, no scheduler)",
+    )
+    parser.add_argument(
+        "--density",
+        type=int,
+        default=0,
+        help=f"bind N pods ({DENSITY_REQUESTS['cpu']}/{DENSITY_REQUESTS['memory']}) to every node at creation, "
+        "before the scheduler starts",
+    )
     parser.add_argument("--json", default=None, help="write the raw samples and medians here")
     parser.add_argument("--profile", default=None, help="run pyscheduler under cProfile, writing PATH.<run>.prof")
     parser.add_argument("--keep", action="store_true", help="keep the control plane's work directory (logs)")
