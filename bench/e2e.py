@@ -1255,6 +1255,43 @@ def _bound_window(watch: BindWatch) -> tuple[float, float] | None:
     return (min(times), max(times)) if times else None
 
 
+async def quiesce(cp: ControlPlane, *, idle: float = 0.15, within: float = 90.0) -> float:
+    """Wait until etcd and kube-apiserver together use less than `idle` of a CPU over one second (the previous
+    run's deletions, compactions and event writes done), so each measured run starts from a quiet control
+    plane whoever ran before it; returns the seconds waited (at most `within`)."""
+    pids = [p.pid for name, p in cp.processes.items() if name in ("etcd", "kube-apiserver") and p.pid]
+    start = time.monotonic()
+    while time.monotonic() - start < within:
+        before = sum(_cpu_of(pid) for pid in pids)
+        await asyncio.sleep(1.0)
+        if sum(_cpu_of(pid) for pid in pids) - before < idle:
+            break
+    return time.monotonic() - start
+
+
+async def apiserver_requests(api: Api) -> dict[str, float]:
+    """apiserver_request_total summed by verb/resource/subresource (from the apiserver's /metrics)."""
+    async with api.session.get(api.server + "/metrics") as resp:
+        text = await resp.text()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, _, value = line[len("apiserver_request_total{") :].rpartition("} ")
+        labels = dict(part.split("=", 1) for part in labels_text.split(",") if "=" in part)
+        key = "/".join(
+            v.strip('"') for v in (labels.get("verb", ""), labels.get("resource", ""), labels.get("subresource", ""))
+        ).rstrip("/")
+        out[key] = out.get(key, 0.0) + float(value)
+    return out
+
+
+def requests_per_pod(before: Mapping[str, float], after: Mapping[str, float], pods: int) -> dict[str, float]:
+    """The API requests made between two /metrics reads, per measured pod (keys with at least 0.01 per pod)."""
+    diff = {k: (after.get(k, 0.0) - before.get(k, 0.0)) / max(pods, 1) for k in after}
+    return {k: round(v, 3) for k, v in sorted(diff.items()) if v >= 0.01}
+
+
 async def run_backlog(
     cp: ControlPlane,
     api: Api,
@@ -1272,17 +1309,24 @@ async def run_backlog(
     ctx = replace(prep.ctx, scheduler=kind)
     measured = workload.measured_pods(ctx, size)
     create_seconds = await create_many(api, _pods_path, measured)
+    quiet_after = await quiesce(cp)
     watch = BindWatch(api, ctx.namespace)
     sched = SchedulerUnderTest(kind, cp, log_dir, profile)
     collector = ThroughputCollector(watch, "measure")
     apiserver_pid = cp.processes["kube-apiserver"].pid
-    extra: JSON = {**prep.extra, "loadavg_before": os.getloadavg(), "measured_create_seconds": create_seconds}
+    extra: JSON = {
+        **prep.extra,
+        "loadavg_before": os.getloadavg(),
+        "measured_create_seconds": create_seconds,
+        "quiesce_seconds": quiet_after,
+    }
     error: str | None = None
     spawned = ready = 0.0
     cpu_ready = cpu_end = api_ready = api_end = driver_ready = driver_end = 0.0
     proc = ProcStats(0.0, 0.0)
     try:
         await watch.start()
+        requests_before = await apiserver_requests(api)
         spawned = time.monotonic()
         await sched.start(f"backlog-{ctx.run}-{kind}")
         ready = time.monotonic()
@@ -1291,6 +1335,9 @@ async def run_backlog(
         ok = await watch.wait_bound("measure", len(measured), max(120.0, size.pods / 10), sched.alive)
         cpu_end, api_end, driver_end = _cpu_of(sched.pid), _cpu_of(apiserver_pid), _self_cpu()
         await collector.stop()
+        await asyncio.sleep(1.0)  # let queued event writes land: they are part of the cost per pod
+        requests_after = await apiserver_requests(api)
+        extra["apiserver_requests_per_pod"] = requests_per_pod(requests_before, requests_after, len(measured))
         if not ok:
             error = f"measured pods: {watch.bound_by_phase.get('measure', 0)}/{len(measured)} bound in time"
         if sched.alive():
@@ -1382,9 +1429,15 @@ async def run_ceiling(
     create_seconds = await create_many(api, _pods_path, measured)
     targets = plan_bindings(measured, prep.nodes, prep.used, workload.allowed)
     requests = [_binding(ctx.namespace, p["metadata"]["name"], t) for p, t in zip(measured, targets, strict=True)]
+    quiet_after = await quiesce(cp)
     watch = BindWatch(api, ctx.namespace)
     apiserver_pid = cp.processes["kube-apiserver"].pid
-    extra: JSON = {**prep.extra, "loadavg_before": os.getloadavg(), "measured_create_seconds": create_seconds}
+    extra: JSON = {
+        **prep.extra,
+        "loadavg_before": os.getloadavg(),
+        "measured_create_seconds": create_seconds,
+        "quiesce_seconds": quiet_after,
+    }
     error: str | None = None
     api_before = api_end = driver_before = driver_end = 0.0
     try:
@@ -1778,7 +1831,9 @@ def _progress(started: float, r: RunResult) -> None:
             f"first->last {_fmt('{:.1f}', r.first_to_last_bound_s)} s = {_fmt('{:.0f}', r.drain_pods_per_s)} pods/s, "
             f"cpu {_fmt('{:.2f}', r.cpu_ms_per_pod)} ms/pod ({r.cpu_seconds:.1f} s in all), "
             f"apiserver {_fmt('{:.2f}', r.apiserver_ms_per_pod)} ms/pod, rss {r.peak_rss_mib:.0f} MiB, "
-            f"pending pods created in {r.create_seconds:.1f} s"
+            f"pending pods created in {r.create_seconds:.1f} s, "
+            f"API requests per pod {r.extra.get('apiserver_requests_per_pod')}, "
+            f"control plane quiet after {r.extra.get('quiesce_seconds', 0.0):.0f} s"
         )
     else:
         body = (
