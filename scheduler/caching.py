@@ -63,8 +63,21 @@ def register_clear(clear: Callable[[], None]) -> Callable[[], None]:
 @contextmanager
 def caches_disabled() -> Iterator[None]:
     """Run the block with every cache and fast path off (restores the previous setting after)."""
+    with _switched(False):
+        yield
+
+
+@contextmanager
+def caches_enabled() -> Iterator[None]:
+    """Run the block with the caches on, whatever PYSCHEDULER_DISABLE_CACHES says (tests of a cache itself)."""
+    with _switched(True):
+        yield
+
+
+@contextmanager
+def _switched(flag: bool) -> Iterator[None]:
     before = ENABLED
-    set_enabled(False)
+    set_enabled(flag)
     try:
         yield
     finally:

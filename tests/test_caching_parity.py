@@ -1,0 +1,298 @@
+"""Decisions are unchanged by every cache and fast path (scheduler.caching): the same seeded workload is simulated
+with them enabled and with them disabled, and every placement, message, nomination and preemption must agree.
+
+The workloads come from the differential-fuzz generator (tests/diff/scenario.py) with every feature on: zones,
+labels, taints, images, host ports, resources (sidecars, pod-level requests, overhead, resize status), node
+affinity, pod (anti-)affinity, spread constraints, Services and ReplicaSets (default spreading), priorities
+(preemption). Replicas of some pending pods are added (pods of one shape are what the memos and the
+incremental sums serve), some nodes join half-way (a new node order), and the input goes through YAML and
+`load_documents` like the CLI's (the YAML loader's scalar cache and simulate's parse memo are on that path).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import astuple
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler import caching
+from scheduler.adapters.memory import MemoryCluster
+from scheduler.config.load import load_config
+from scheduler.config.types import SchedulerConfiguration
+from scheduler.framework import labels, quantity
+from scheduler.framework.types import NodeInfo, memo_lookup
+from scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from scheduler.plugins.pod_topology_spread import PodTopologySpread
+from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
+from scheduler.simulate import SimulationResult, load_documents, simulate
+from tests.diff.scenario import OWNER_ANNOTATION, Features, generate
+
+JSON = dict[str, Any]
+# 20 seeds in the default run (a few seconds); PYSCHEDULER_CACHE_PARITY_SEEDS=500 for a longer search.
+SEEDS = range(1, 1 + int(os.environ.get("PYSCHEDULER_CACHE_PARITY_SEEDS", "20")))
+NAMESPACE = "default"
+SCHEDULER_NAME = "pyscheduler"  # the default profile's
+
+
+def _most_allocated() -> SchedulerConfiguration:
+    """A second profile shape: Fit's MostAllocated strategy (its own inlined, memoized loop)."""
+    raw = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "pluginConfig": [
+                    {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}},
+                ]
+            }
+        ],
+    }
+    return load_config(raw, REGISTRY.keys(), parse_plugin_args, implements=implements)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The workload: a generated scenario as the API server would hold it, in a fixed order
+
+
+def _admitted(manifest: JSON, overhead: JSON, status: JSON | None = None) -> JSON:
+    """What the API server stores: a namespace, the RuntimeClass's overhead copied in (RuntimeClass admission),
+    the owner annotation turned into an ownerReference (as the diff runner does), and the written status."""
+    pod = copy.deepcopy(manifest)
+    meta = pod["metadata"]
+    meta["namespace"] = NAMESPACE
+    owner = (meta.get("annotations") or {}).pop(OWNER_ANNOTATION, None)
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": f"uid-{owner}", "controller": True}
+        ]
+    spec = pod["spec"]
+    if spec.pop("runtimeClassName", None) is not None:
+        spec["overhead"] = copy.deepcopy(overhead)
+    if status is not None:
+        pod["status"] = copy.deepcopy(status)
+    return pod
+
+
+def workload(seed: int) -> list[JSON]:
+    """The objects of seed's scenario, plus replicas of some pending pods and nodes that join half-way."""
+    sc = generate(seed, Features.parse("all"), max_nodes=16, max_pending=14)
+    rng = random.Random(seed)
+    overhead: JSON = {}
+    objects: list[JSON] = []
+    for obj in sc.cluster_objects:
+        if obj["kind"] == "RuntimeClass":  # simulate has no RuntimeClass admission: _admitted applies it
+            overhead = obj["overhead"]["podFixed"]
+        else:
+            objects.append(copy.deepcopy(obj))
+    for obj in sc.objects:
+        obj = copy.deepcopy(obj)
+        obj["metadata"].update(namespace=NAMESPACE, uid=f"uid-{obj['metadata']['name']}")
+        objects.append(obj)
+
+    def nodes_and_their_pods(nodes: list[JSON]) -> list[JSON]:
+        names = {n["metadata"]["name"] for n in nodes}
+        bound = [p for p in sc.existing if p.manifest["spec"]["nodeName"] in names]
+        return [copy.deepcopy(n) for n in nodes] + [_admitted(p.manifest, overhead, p.status) for p in bound]
+
+    late = max(1, len(sc.nodes) // 4)
+    objects += nodes_and_their_pods(sc.nodes[:-late])
+    pending: list[JSON] = []
+    for i, manifest in enumerate(sc.pending):
+        pod = _admitted(manifest, overhead)
+        pod["metadata"]["name"] = f"s{seed}-p{i}"
+        pod["spec"]["schedulerName"] = SCHEDULER_NAME
+        pending.append(pod)
+        for r in range(rng.choice((0, 0, 1, 3))):  # replicas: the same spec and labels, another name
+            replica = copy.deepcopy(pod)
+            replica["metadata"]["name"] = f"s{seed}-p{i}-r{r}"
+            pending.append(replica)
+    half = len(pending) // 2
+    return objects + pending[:half] + nodes_and_their_pods(sc.nodes[-late:]) + pending[half:]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Running it and recording everything the scheduler decided
+
+
+@pytest.fixture
+def nominations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:
+    """Every nominatedNodeName the scheduler wrote or cleared, in order."""
+    log: list[tuple[str, str]] = []
+    original = MemoryCluster._set_nominated
+
+    def record(self: MemoryCluster, uid: str, node_name: str) -> None:
+        log.append((uid, node_name))
+        original(self, uid, node_name)
+
+    monkeypatch.setattr(MemoryCluster, "_set_nominated", record)
+    yield log
+
+
+def run(objects: list[JSON], seed: int, config: SchedulerConfiguration | None) -> SimulationResult:
+    """Through YAML and load_documents, then simulate with the parsed objects handed over, as the CLI does."""
+    text = yaml.safe_dump_all(objects, sort_keys=False)
+    return simulate(load_documents(text, f"seed-{seed}"), config, seed=seed, own_objects=True)
+
+
+def decisions(result: SimulationResult, nominated: list[tuple[str, str]]) -> dict[str, Any]:
+    """Everything observable about the run, in order: bindings, every event (scheduled, failed with its whole
+    message, preempted), evictions, nominations, the final conditions and each pod's outcome."""
+    cluster = result.cluster
+    assert cluster is not None
+    return {
+        "bindings": list(cluster.bindings),
+        "events": [astuple(e) for e in cluster.events],
+        "evictions": [astuple(e) for e in cluster.evictions],
+        "nominations": list(nominated),
+        "conditions": {uid: astuple(c) for uid, c in sorted(cluster.conditions.items())},
+        "nominated_now": {
+            uid: (pod.get("status") or {}).get("nominatedNodeName") for uid, pod in sorted(cluster.pods.items())
+        },
+        "outcomes": result.to_json(),
+    }
+
+
+def _plugins(result: SimulationResult) -> tuple[InterPodAffinity, PodTopologySpread]:
+    assert result.scheduler is not None
+    (fwk,) = result.scheduler.profiles.values()
+    ipa, pts = fwk.plugins["InterPodAffinity"], fwk.plugins["PodTopologySpread"]
+    assert isinstance(ipa, InterPodAffinity) and isinstance(pts, PodTopologySpread)
+    return ipa, pts
+
+
+def _memo_entries(result: SimulationResult) -> int:
+    assert result.scheduler is not None
+    return sum(len(n.memo) for n in result.scheduler.snapshot.node_info_list)
+
+
+def _lru_entries() -> int:
+    cached = (
+        quantity.parse_quantity,
+        quantity.value_of,
+        quantity.milli_value_of,
+        labels._label_key_errors,
+        labels._label_value_errors,
+        labels._dns1123_subdomain_errors,
+    )
+    return sum(f.cache_info().currsize for f in cached)
+
+
+# What each seed's run with caches exercised (filled by the parity test, or on demand by the last test).
+_EXERCISED: dict[int, dict[str, int]] = {}
+
+
+def _exercised(result: SimulationResult, got: dict[str, Any]) -> dict[str, int]:
+    ipa, pts = _plugins(result)
+    return {
+        "bindings": len(got["bindings"]),
+        "failures": sum(1 for e in got["events"] if e[3] == "FailedScheduling"),
+        "evictions": len(got["evictions"]),
+        "nominations": sum(1 for _, node in got["nominations"] if node),
+        "memo entries": _memo_entries(result),
+        "affinity sums": len(ipa._aggregates),
+        "spread sums": len(pts._sums),
+    }
+
+
+def run_both(
+    seed: int, config: SchedulerConfiguration | None, nominated: list[tuple[str, str]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(decisions with every cache, decisions without any); checks each run really had its caches on or off."""
+    objects = workload(seed)
+    with caching.caches_enabled():  # emptied on entry
+        cached = run(copy.deepcopy(objects), seed, config)
+        with_caches = decisions(cached, nominated)
+        if config is None:
+            _EXERCISED[seed] = _exercised(cached, with_caches)
+        assert _lru_entries() > 0  # quantities went through the lru_caches (memos and sums: the last test)
+    nominated.clear()
+    with caching.caches_disabled():
+        plain = run(copy.deepcopy(objects), seed, config)
+        without = decisions(plain, nominated)
+        # Really off: nothing was remembered anywhere.
+        ipa, pts = _plugins(plain)
+        assert _memo_entries(plain) == 0 and _lru_entries() == 0 and not ipa._aggregates and not pts._sums
+    nominated.clear()
+    return with_caches, without
+
+
+def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    for key in a:
+        if a[key] != b[key]:
+            if isinstance(a[key], list):
+                for i, (x, y) in enumerate(zip(a[key], b[key], strict=False)):
+                    if x != y:
+                        return f"{key}[{i}]: with caches {x!r}, without {y!r}"
+                return f"{key}: {len(a[key])} entries with caches, {len(b[key])} without"
+            return f"{key}: with caches {a[key]!r}, without {b[key]!r}"
+    return "none"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_decisions_do_not_depend_on_caches(seed: int, nominations: list[tuple[str, str]]) -> None:
+    """Default profile: every placement, message, nomination and preemption is the same without caches."""
+    with_caches, without = run_both(seed, None, nominations)
+    assert with_caches == without, _first_difference(with_caches, without)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:5])
+def test_decisions_do_not_depend_on_caches_most_allocated(seed: int, nominations: list[tuple[str, str]]) -> None:
+    """NodeResourcesFit's MostAllocated strategy (another inlined, memoized score loop)."""
+    with_caches, without = run_both(seed, _most_allocated(), nominations)
+    assert with_caches == without, _first_difference(with_caches, without)
+
+
+def test_the_workloads_exercise_what_the_caches_serve(nominations: list[tuple[str, str]]) -> None:
+    """Not vacuous: over the seeds, pods bind, pods fail with messages, preemption nominates and evicts, and the
+    node memos and InterPodAffinity's and PodTopologySpread's kept sums are filled."""
+    totals: dict[str, int] = {}
+    for seed in SEEDS:
+        if seed not in _EXERCISED:  # this test run on its own
+            with caching.caches_enabled():
+                result = run(workload(seed), seed, None)
+                _EXERCISED[seed] = _exercised(result, decisions(result, nominations))
+            nominations.clear()
+        for key, value in _EXERCISED[seed].items():
+            totals[key] = totals.get(key, 0) + value
+    assert totals and all(v > 0 for v in totals.values()), totals
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The switch itself
+
+
+def test_the_switch_turns_the_caches_off_and_back_on() -> None:
+    """Disabled: the memo stores nothing and is not read, the lru_caches are bypassed (and emptied)."""
+    node = NodeInfo("n1")
+    with caching.caches_enabled():
+        assert node.remember("k", 1) == 1 and node.memo == {"k": 1}
+        assert memo_lookup([node], "k") == [1]
+        quantity.value_of("3Gi")
+        assert quantity.value_of.cache_info().currsize > 0
+        with caching.caches_disabled():
+            assert not caching.ENABLED
+            assert quantity.value_of.cache_info().currsize == 0  # emptied when switched
+            assert memo_lookup([node], "k") == [None]  # an entry from before is not read
+            assert node.remember("other", 2) == 2 and "other" not in node.memo
+            assert quantity.value_of("3Gi") == 3 * 2**30
+            assert quantity.value_of.cache_info().currsize == 0
+        assert caching.ENABLED  # restored
+        assert memo_lookup([node], "k") == [1]
+
+
+@pytest.mark.parametrize(("value", "enabled"), [("1", False), ("true", False), ("", True), ("0", True)])
+def test_the_environment_variable_disables_caches_for_a_whole_process(value: str, enabled: bool) -> None:
+    code = "from scheduler import caching; print(caching.ENABLED)"
+    env = {**os.environ, caching.ENV_VAR: value}
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(enabled)
