@@ -16,7 +16,7 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import astuple
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,10 @@ from scheduler.adapters.memory import MemoryCluster
 from scheduler.config.load import load_config
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.framework import labels, quantity
-from scheduler.framework.types import NodeInfo, memo_lookup
+from scheduler.framework.interface import CycleState
+from scheduler.framework.runtime import Framework, ScoreResult
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PodInfo, memo_lookup
 from scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from scheduler.plugins.pod_topology_spread import PodTopologySpread
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
@@ -123,18 +126,53 @@ def workload(seed: int) -> list[JSON]:
 # Running it and recording everything the scheduler decided
 
 
+class Recorder:
+    """What the scheduler decided on the way, in order: every nominatedNodeName written or cleared, every Filter
+    run's verdict per node and every Score run's per-plugin scores and totals per node."""
+
+    def __init__(self) -> None:
+        self.nominations: list[tuple[str, str]] = []
+        self.filters: list[tuple[str, tuple[tuple[str, Any], ...]]] = []
+        self.scores: list[tuple[str, tuple[str, ...], Any, tuple[int, ...]]] = []
+
+    def clear(self) -> None:
+        self.nominations.clear()
+        self.filters.clear()
+        self.scores.clear()
+
+
 @pytest.fixture
-def nominations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:
-    """Every nominatedNodeName the scheduler wrote or cleared, in order."""
-    log: list[tuple[str, str]] = []
-    original = MemoryCluster._set_nominated
+def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
+    rec = Recorder()
+    set_nominated, run_filters, run_score = MemoryCluster._set_nominated, Framework.run_filters, Framework.run_score
 
-    def record(self: MemoryCluster, uid: str, node_name: str) -> None:
-        log.append((uid, node_name))
-        original(self, uid, node_name)
+    def nominate(self: MemoryCluster, uid: str, node_name: str) -> None:
+        rec.nominations.append((uid, node_name))
+        set_nominated(self, uid, node_name)
 
-    monkeypatch.setattr(MemoryCluster, "_set_nominated", record)
-    yield log
+    def filters(
+        self: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Status | None], Status | None]:
+        statuses, err = run_filters(self, state, pod, nodes)
+        verdicts = [
+            (n.name, None if st is None else (st.code, st.reasons, st.plugin))
+            for n, st in zip(nodes, statuses, strict=True)
+        ]
+        rec.filters.append((pod.key, (*verdicts, ("error", err and err.message()))))
+        return statuses, err
+
+    def score(
+        self: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[ScoreResult, Status | None]:
+        result, err = run_score(self, state, pod, nodes)
+        per_plugin = tuple((name, tuple(values)) for name, values in result.per_plugin)
+        rec.scores.append((pod.key, tuple(n.name for n in nodes), per_plugin, tuple(result.totals)))
+        return result, err
+
+    monkeypatch.setattr(MemoryCluster, "_set_nominated", nominate)
+    monkeypatch.setattr(Framework, "run_filters", filters)
+    monkeypatch.setattr(Framework, "run_score", score)
+    yield rec
 
 
 def run(objects: list[JSON], seed: int, config: SchedulerConfiguration | None) -> SimulationResult:
@@ -143,16 +181,19 @@ def run(objects: list[JSON], seed: int, config: SchedulerConfiguration | None) -
     return simulate(load_documents(text, f"seed-{seed}"), config, seed=seed, own_objects=True)
 
 
-def decisions(result: SimulationResult, nominated: list[tuple[str, str]]) -> dict[str, Any]:
+def decisions(result: SimulationResult, rec: Recorder) -> dict[str, Any]:
     """Everything observable about the run, in order: bindings, every event (scheduled, failed with its whole
-    message, preempted), evictions, nominations, the final conditions and each pod's outcome."""
+    message, preempted), evictions, nominations, each Filter verdict and Score per node, the final conditions
+    and each pod's outcome."""
     cluster = result.cluster
     assert cluster is not None
     return {
         "bindings": list(cluster.bindings),
         "events": [astuple(e) for e in cluster.events],
         "evictions": [astuple(e) for e in cluster.evictions],
-        "nominations": list(nominated),
+        "nominations": list(rec.nominations),
+        "filters": list(rec.filters),
+        "scores": list(rec.scores),
         "conditions": {uid: astuple(c) for uid, c in sorted(cluster.conditions.items())},
         "nominated_now": {
             uid: (pod.get("status") or {}).get("nominatedNodeName") for uid, pod in sorted(cluster.pods.items())
@@ -204,24 +245,24 @@ def _exercised(result: SimulationResult, got: dict[str, Any]) -> dict[str, int]:
 
 
 def run_both(
-    seed: int, config: SchedulerConfiguration | None, nominated: list[tuple[str, str]]
+    seed: int, config: SchedulerConfiguration | None, rec: Recorder
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(decisions with every cache, decisions without any); checks each run really had its caches on or off."""
     objects = workload(seed)
     with caching.caches_enabled():  # emptied on entry
         cached = run(copy.deepcopy(objects), seed, config)
-        with_caches = decisions(cached, nominated)
+        with_caches = decisions(cached, rec)
         if config is None:
             _EXERCISED[seed] = _exercised(cached, with_caches)
         assert _lru_entries() > 0  # quantities went through the lru_caches (memos and sums: the last test)
-    nominated.clear()
+    rec.clear()
     with caching.caches_disabled():
         plain = run(copy.deepcopy(objects), seed, config)
-        without = decisions(plain, nominated)
+        without = decisions(plain, rec)
         # Really off: nothing was remembered anywhere.
         ipa, pts = _plugins(plain)
         assert _memo_entries(plain) == 0 and _lru_entries() == 0 and not ipa._aggregates and not pts._sums
-    nominated.clear()
+    rec.clear()
     return with_caches, without
 
 
@@ -238,20 +279,20 @@ def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_decisions_do_not_depend_on_caches(seed: int, nominations: list[tuple[str, str]]) -> None:
+def test_decisions_do_not_depend_on_caches(seed: int, recorder: Recorder) -> None:
     """Default profile: every placement, message, nomination and preemption is the same without caches."""
-    with_caches, without = run_both(seed, None, nominations)
+    with_caches, without = run_both(seed, None, recorder)
     assert with_caches == without, _first_difference(with_caches, without)
 
 
 @pytest.mark.parametrize("seed", SEEDS[:5])
-def test_decisions_do_not_depend_on_caches_most_allocated(seed: int, nominations: list[tuple[str, str]]) -> None:
+def test_decisions_do_not_depend_on_caches_most_allocated(seed: int, recorder: Recorder) -> None:
     """NodeResourcesFit's MostAllocated strategy (another inlined, memoized score loop)."""
-    with_caches, without = run_both(seed, _most_allocated(), nominations)
+    with_caches, without = run_both(seed, _most_allocated(), recorder)
     assert with_caches == without, _first_difference(with_caches, without)
 
 
-def test_the_workloads_exercise_what_the_caches_serve(nominations: list[tuple[str, str]]) -> None:
+def test_the_workloads_exercise_what_the_caches_serve(recorder: Recorder) -> None:
     """Not vacuous: over the seeds, pods bind, pods fail with messages, preemption nominates and evicts, and the
     node memos and InterPodAffinity's and PodTopologySpread's kept sums are filled."""
     totals: dict[str, int] = {}
@@ -259,8 +300,8 @@ def test_the_workloads_exercise_what_the_caches_serve(nominations: list[tuple[st
         if seed not in _EXERCISED:  # this test run on its own
             with caching.caches_enabled():
                 result = run(workload(seed), seed, None)
-                _EXERCISED[seed] = _exercised(result, decisions(result, nominations))
-            nominations.clear()
+                _EXERCISED[seed] = _exercised(result, decisions(result, recorder))
+            recorder.clear()
         for key, value in _EXERCISED[seed].items():
             totals[key] = totals.get(key, 0) + value
     assert totals and all(v > 0 for v in totals.values()), totals
