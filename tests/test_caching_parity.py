@@ -5,13 +5,15 @@ The workloads come from the differential-fuzz generator (tests/diff/scenario.py)
 labels, taints, images, host ports, resources (sidecars, pod-level requests, overhead, resize status), node
 affinity, pod (anti-)affinity, spread constraints, Services and ReplicaSets (default spreading), priorities
 (preemption). Replicas of some pending pods are added (pods of one shape are what the memos and the
-incremental sums serve), some nodes join half-way (a new node order), and the input goes through YAML and
+incremental sums serve) and variants differing in one request only (what memo keys must tell apart), some
+nodes join half-way (a new node order), and the input goes through YAML and
 `load_documents` like the CLI's (the YAML loader's scalar cache and simulate's parse memo are on that path).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import os
 import random
 import subprocess
@@ -85,6 +87,28 @@ def _admitted(manifest: JSON, overhead: JSON, status: JSON | None = None) -> JSO
     return pod
 
 
+def _variant(pod: JSON, resource: str, factor: int) -> JSON | None:
+    """The pod with one container's request for resource multiplied: a pod that differs from another in one
+    amount only, which every memo key must tell apart. None when the pod has no such request (or sets
+    pod-level requests, which would have to grow too)."""
+    if (pod["spec"].get("resources") or {}).get("requests"):
+        return None
+    variant = copy.deepcopy(pod)
+    for container in variant["spec"]["containers"]:
+        resources = container.get("resources") or {}
+        amount = (resources.get("requests") or {}).get(resource)
+        if amount is None:
+            continue
+        scaled = quantity.parse_quantity(amount) * factor
+        text = f"{math.ceil(scaled * 1000)}m" if resource == "cpu" else str(math.ceil(scaled))
+        resources["requests"][resource] = text
+        limit = (resources.get("limits") or {}).get(resource)
+        if limit is not None and quantity.parse_quantity(limit) < scaled:
+            resources["limits"][resource] = text  # a request may not exceed its limit
+        return variant
+    return None
+
+
 def workload(seed: int) -> list[JSON]:
     """The objects of seed's scenario, plus replicas of some pending pods and nodes that join half-way."""
     sc = generate(seed, Features.parse("all"), max_nodes=16, max_pending=14)
@@ -118,6 +142,10 @@ def workload(seed: int) -> list[JSON]:
             replica = copy.deepcopy(pod)
             replica["metadata"]["name"] = f"s{seed}-p{i}-r{r}"
             pending.append(replica)
+        for resource in ("cpu", "memory"):
+            if rng.random() < 0.3 and (variant := _variant(pod, resource, rng.choice((2, 4, 8)))) is not None:
+                variant["metadata"]["name"] = f"s{seed}-p{i}-{resource}"
+                pending.append(variant)
     half = len(pending) // 2
     return objects + pending[:half] + nodes_and_their_pods(sc.nodes[-late:]) + pending[half:]
 
