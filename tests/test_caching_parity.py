@@ -4,10 +4,11 @@ with them enabled and with them disabled, and every placement, message, nominati
 The workloads come from the differential-fuzz generator (tests/diff/scenario.py) with every feature on: zones,
 labels, taints, images, host ports, resources (sidecars, pod-level requests, overhead, resize status), node
 affinity, pod (anti-)affinity, spread constraints, Services and ReplicaSets (default spreading), priorities
-(preemption). Replicas of some pending pods are added (pods of one shape are what the memos and the
-incremental sums serve) and variants differing in one request only (what memo keys must tell apart), some
-nodes join half-way (a new node order), and the input goes through YAML and
-`load_documents` like the CLI's (the YAML loader's scalar cache and simulate's parse memo are on that path).
+(preemption). Added to it: replicas of some pending pods (pods of one shape are what the memos and the
+incremental sums serve), variants differing in one request only (what memo keys must tell apart), mirrors
+with pod affinity and anti-affinity swapped (existing pods' anti-affinity against pods with terms of their
+own), and nodes that join half-way (a new node order). The input goes through YAML and `load_documents` like
+the CLI's (the YAML loader's scalar cache and simulate's parse memo are on that path).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from scheduler.plugins.pod_topology_spread import PodTopologySpread
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
 from scheduler.simulate import SimulationResult, load_documents, simulate
+from scheduler.testing import csi_node, make_node, make_pod, make_pv, make_pvc, storage_class
 from tests.diff.scenario import OWNER_ANNOTATION, Features, generate
 
 JSON = dict[str, Any]
@@ -109,6 +111,28 @@ def _variant(pod: JSON, resource: str, factor: int) -> JSON | None:
     return None
 
 
+def _mirror(pod: JSON) -> JSON | None:
+    """The pod with podAffinity and podAntiAffinity swapped and labelled with the app its terms select (None
+    without pod affinity): the generator gives a pod one kind only and a random label, so pods with affinity
+    terms rarely meet existing pods whose anti-affinity matches them."""
+    affinity = pod["spec"].get("affinity") or {}
+    if "podAffinity" not in affinity and "podAntiAffinity" not in affinity:
+        return None
+    mirror = copy.deepcopy(pod)
+    swapped = mirror["spec"]["affinity"]
+    swapped["podAffinity"], swapped["podAntiAffinity"] = affinity.get("podAntiAffinity"), affinity.get("podAffinity")
+    for kind in ("podAffinity", "podAntiAffinity"):
+        block = swapped.pop(kind)
+        if block is None:
+            continue
+        swapped[kind] = block
+        terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") or [
+            w["podAffinityTerm"] for w in block.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        ]
+        mirror["metadata"]["labels"] = dict(terms[0]["labelSelector"]["matchLabels"])
+    return mirror
+
+
 def workload(seed: int) -> list[JSON]:
     """The objects of seed's scenario, plus replicas of some pending pods and nodes that join half-way."""
     sc = generate(seed, Features.parse("all"), max_nodes=16, max_pending=14)
@@ -142,12 +166,57 @@ def workload(seed: int) -> list[JSON]:
             replica = copy.deepcopy(pod)
             replica["metadata"]["name"] = f"s{seed}-p{i}-r{r}"
             pending.append(replica)
+        if (mirror := _mirror(pod)) is not None and rng.random() < 0.5:
+            mirror["metadata"]["name"] = f"s{seed}-p{i}-mirror"
+            pending.append(mirror)
         for resource in ("cpu", "memory"):
             if rng.random() < 0.3 and (variant := _variant(pod, resource, rng.choice((2, 4, 8)))) is not None:
                 variant["metadata"]["name"] = f"s{seed}-p{i}-{resource}"
                 pending.append(variant)
     half = len(pending) // 2
     return objects + pending[:half] + nodes_and_their_pods(sc.nodes[-late:]) + pending[half:]
+
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+CSI_DRIVER = "csi.example.com"
+
+
+def directed_workload(seed: int) -> list[JSON]:
+    """What the generator rarely or never draws, seeded: pods with required affinity of their own meeting
+    existing pods whose required anti-affinity matches them (the general path of InterPodAffinity's Filter),
+    and claims on local CSI volumes pinned to nodes (sizes repeat, so PVs tie), under per-node CSI volume
+    limits, whose bindings update the PVs between cycles (the volume caches: PV facts and affinities, the
+    candidate index, the PV-by-class index, NodeVolumeLimits' views and memo)."""
+    rng = random.Random(seed)
+    objects: list[JSON] = [storage_class("local")]
+    nodes = [f"d{seed}-n{i}" for i in range(rng.randint(5, 9))]
+    for i, name in enumerate(nodes):
+        objects.append(make_node(name).zone("abc"[i % 3]).capacity(cpu="4", memory="16Gi").obj())
+        objects.append(csi_node(name, {CSI_DRIVER: rng.choice((1, 2, 3))}))
+        for j in range(rng.choice((0, 1, 2, 2))):
+            size = rng.choice(("1Gi", "5Gi", "5Gi", "10Gi"))
+            pv = make_pv(f"{name}-pv{j}").storage_class("local").on_node(name).capacity(size).csi(CSI_DRIVER)
+            objects.append(pv.obj())
+    for i in range(rng.randint(2, 6)):  # the group the web pods want to be near
+        objects.append(make_pod(f"db{i}").labels(app="db").req(cpu="500m", memory="1Gi").node(rng.choice(nodes)).obj())
+    for i in range(rng.randint(1, 4)):  # pods whose anti-affinity keeps web pods off their node or zone
+        guard = make_pod(f"guard{i}").labels(app="guard").req(cpu="250m").node(rng.choice(nodes))
+        objects.append(guard.pod_affinity_term("podAntiAffinity", rng.choice((HOSTNAME, ZONE)), {"app": "web"}).obj())
+    claims = 0
+    for i in range(rng.randint(6, 14)):
+        web = make_pod(f"web{i}").labels(app="web").req(cpu=rng.choice(("250m", "500m", "1")), memory="1Gi")
+        web.scheduler_name(SCHEDULER_NAME).pod_affinity_term("podAffinity", ZONE, {"app": "db"})
+        if rng.random() < 0.4:
+            web.pod_affinity_term("podAntiAffinity", HOSTNAME, {"app": "web"}, weight=rng.randint(1, 100))
+        if rng.random() < 0.6:
+            claim = f"data{claims}"
+            claims += 1
+            request = rng.choice(("1Gi", "2Gi", "5Gi", "8Gi"))
+            objects.append(make_pvc(claim).storage_class("local").request(request).obj())
+            web.pvc(claim)
+        objects.append(web.obj())
+    return objects
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -226,6 +295,15 @@ def decisions(result: SimulationResult, rec: Recorder) -> dict[str, Any]:
         "nominated_now": {
             uid: (pod.get("status") or {}).get("nominatedNodeName") for uid, pod in sorted(cluster.pods.items())
         },
+        "volumes": {
+            key: (
+                (obj.get("spec") or {}).get("claimRef", {}).get("name"),
+                (obj.get("spec") or {}).get("volumeName"),
+                ((obj.get("metadata") or {}).get("annotations") or {}).get("volume.kubernetes.io/selected-node"),
+            )
+            for key, obj in sorted(cluster.objects.items())
+            if key[0] in ("PersistentVolume", "PersistentVolumeClaim")
+        },
         "outcomes": result.to_json(),
     }
 
@@ -273,14 +351,14 @@ def _exercised(result: SimulationResult, got: dict[str, Any]) -> dict[str, int]:
 
 
 def run_both(
-    seed: int, config: SchedulerConfiguration | None, rec: Recorder
+    objects: list[JSON], seed: int, config: SchedulerConfiguration | None, rec: Recorder, *, note: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(decisions with every cache, decisions without any); checks each run really had its caches on or off."""
-    objects = workload(seed)
+    """(decisions with every cache, decisions without any); checks each run really had its caches on or off.
+    `note`: keep what the run with caches exercised for the last test."""
     with caching.caches_enabled():  # emptied on entry
         cached = run(copy.deepcopy(objects), seed, config)
         with_caches = decisions(cached, rec)
-        if config is None:
+        if note:
             _EXERCISED[seed] = _exercised(cached, with_caches)
         assert _lru_entries() > 0  # quantities went through the lru_caches (memos and sums: the last test)
     rec.clear()
@@ -309,14 +387,21 @@ def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_decisions_do_not_depend_on_caches(seed: int, recorder: Recorder) -> None:
     """Default profile: every placement, message, nomination and preemption is the same without caches."""
-    with_caches, without = run_both(seed, None, recorder)
+    with_caches, without = run_both(workload(seed), seed, None, recorder, note=True)
     assert with_caches == without, _first_difference(with_caches, without)
 
 
 @pytest.mark.parametrize("seed", SEEDS[:5])
 def test_decisions_do_not_depend_on_caches_most_allocated(seed: int, recorder: Recorder) -> None:
     """NodeResourcesFit's MostAllocated strategy (another inlined, memoized score loop)."""
-    with_caches, without = run_both(seed, _most_allocated(), recorder)
+    with_caches, without = run_both(workload(seed), seed, _most_allocated(), recorder)
+    assert with_caches == without, _first_difference(with_caches, without)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:10])
+def test_decisions_do_not_depend_on_caches_directed(seed: int, recorder: Recorder) -> None:
+    """Pod affinity against existing anti-affinity, and local CSI volumes with limits (directed_workload)."""
+    with_caches, without = run_both(directed_workload(seed), seed, None, recorder)
     assert with_caches == without, _first_difference(with_caches, without)
 
 
