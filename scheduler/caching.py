@@ -15,7 +15,9 @@ enabled are ignored while disabled (no site reads them) but not emptied, except 
 which `set_enabled` clears.
 
 This module is the lowest layer (no scheduler imports): the framework, the plugins, the backend and the
-config loader all read it. Sites check the flag once per call or per batch, never per node in a hot loop.
+config loader all read it. Filter and Score loops over nodes check the flag once per batch; per-node helpers
+only on their miss or failure path (a memo store, a failing node's Status); other sites once per call (the
+switchable lru_caches: one global read on top of the lru lookup).
 """
 
 from __future__ import annotations
