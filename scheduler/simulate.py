@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler import caching
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.admission import admit_pod
 from scheduler.config.documents import DocumentError, load_all
@@ -390,7 +391,7 @@ async def simulate_async(
     over, as the CLI does with what it just parsed) each pod is copied first, so the caller's stay as given.
     """
     # load_documents' parse of each pod, trusted only when the caller hands the objects over unchanged.
-    parsed: dict[int, PodInfo] = getattr(objects, "parsed", {}) if own_objects else {}
+    parsed: dict[int, PodInfo] = getattr(objects, "parsed", {}) if own_objects and caching.ENABLED else {}
     cluster = MemoryCluster()
     clock = FakeClock()
     scheduler = build_scheduler(cluster, config, clock=clock, seed=seed)

@@ -20,6 +20,8 @@ from typing import Any, Final
 
 import yaml
 
+from scheduler import caching
+
 MAX_EXPANDED_NODES: Final = 5_000_000
 """Containers and scalars a document may expand to once YAML aliases are followed."""
 
@@ -32,6 +34,7 @@ _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
 _RESOLVE_CACHE_MAX = 100_000
 _RESOLVED: dict[tuple[str, bool, bool], str] = {}  # (plain scalar text, implicit flags) -> resolved tag
+caching.register_clear(_RESOLVED.clear)
 
 
 def _fast_loader() -> Any:
@@ -140,7 +143,8 @@ def load_all(text: str, source: str) -> list[Any]:
 
 
 def _load_yaml(text: str, source: str) -> list[Any]:
-    loader_cls = _FAST_LOADER or DepthCheckedLoader
+    # With caches disabled (scheduler.caching), libyaml's own safe loader: no scalar cache, no fast constructor.
+    loader_cls = (_FAST_LOADER if caching.ENABLED else getattr(yaml, "CSafeLoader", None)) or DepthCheckedLoader
     loader = None
     try:
         loader = loader_cls(text)  # the pure-Python reader checks characters here already

@@ -23,6 +23,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scheduler import caching
 from scheduler.backend.queue.nominator import CLEAR_NOMINATED_NODE, NominatingInfo
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
 from scheduler.core.api import (
@@ -182,6 +183,7 @@ class SchedulingAlgorithm:
         statuses = diagnosis.node_to_status
         pos = 0
         code = Code.SUCCESS
+        fast = caching.ENABLED  # disabled: every chunk takes the per-node loop
         try:
             while pos < num_all and len(feasible) < num_to_find:
                 # Batches as large as the remaining need; a small floor keeps mostly-full clusters fast.
@@ -194,7 +196,7 @@ class SchedulingAlgorithm:
                         if st is not None:  # rejected by a plugin before the one that failed
                             statuses[node.name] = st
                     raise SchedulingError(err)
-                if not any(results):  # every node passed (the common case): take what is needed at once
+                if fast and not any(results):  # every node passed (the common case): take what is needed at once
                     take = min(need, len(chunk))
                     feasible.extend(chunk[:take])
                     pos += take

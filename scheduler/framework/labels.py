@@ -17,8 +17,9 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Final
+
+from scheduler.caching import switchable_lru_cache
 
 Labels = Mapping[str, str]
 
@@ -64,7 +65,7 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     return list(_dns1123_subdomain_errors(value))
 
 
-@lru_cache(maxsize=8192)
+@switchable_lru_cache(maxsize=8192)
 def _dns1123_subdomain_errors(value: str) -> tuple[str, ...]:
     """content.IsDNS1123Subdomain."""
     errs: list[str] = []
@@ -80,7 +81,7 @@ def label_key_errors(key: str) -> list[str]:
     return list(_label_key_errors(key))
 
 
-@lru_cache(maxsize=8192)
+@switchable_lru_cache(maxsize=8192)
 def _label_key_errors(key: str) -> tuple[str, ...]:
     """content.IsLabelKey: optional DNS-subdomain prefix and '/', then a name of at most 63 bytes."""
     errs: list[str] = []
@@ -113,7 +114,7 @@ def label_value_errors(value: str) -> list[str]:
     return list(_label_value_errors(value))
 
 
-@lru_cache(maxsize=8192)
+@switchable_lru_cache(maxsize=8192)
 def _label_value_errors(value: str) -> tuple[str, ...]:
     """content.IsLabelValue: empty, or at most 63 alphanumeric/'-_.' characters."""
     errs: list[str] = []

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from scheduler import caching
 from scheduler.framework.fit_error import Diagnosis, FitError, NodeToStatus
 from scheduler.framework.interface import CycleState, Handle, PostFilterResult
 from scheduler.framework.labels import SelectorError, compile_label_selector
@@ -73,18 +74,23 @@ def aggregate_errors(errors: Sequence[str]) -> str:
 # Start times and importance (util.GetPodStartTime, MoreImportantVictim)
 
 
+def _parse_start_ns(start_time: str) -> int | None:
+    if not start_time:
+        return None
+    try:
+        moment = datetime.fromisoformat(start_time.replace("Z", "+00:00"))
+        return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+    except ValueError:
+        return None
+
+
 def _start_ns(pod: PodInfo) -> int | None:
     """status.startTime in nanoseconds since the epoch (parsed once per pod), or None when unset."""
+    if not caching.ENABLED:  # the plain path: parsed on every call
+        return _parse_start_ns(pod.start_time)
     cache: dict[str, Any] = pod.derived.setdefault("DefaultPreemption", {})
     if "start_ns" not in cache:
-        ns: int | None = None
-        if pod.start_time:
-            try:
-                moment = datetime.fromisoformat(pod.start_time.replace("Z", "+00:00"))
-                ns = int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
-            except ValueError:
-                ns = None
-        cache["start_ns"] = ns
+        cache["start_ns"] = _parse_start_ns(pod.start_time)
     value: int | None = cache["start_ns"]
     return value
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from functools import lru_cache
+
+from scheduler.caching import switchable_lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -37,7 +38,7 @@ class QuantityError(ValueError):
     """A string that is not a valid Kubernetes quantity."""
 
 
-@lru_cache(maxsize=4096, typed=True)
+@switchable_lru_cache(maxsize=4096, typed=True)
 def parse_quantity(text: str | int | float) -> Fraction:
     """Parse a quantity into an exact rational number of base units (cores, bytes, ...)."""
     if isinstance(text, bool):
@@ -86,13 +87,13 @@ def _ceil(value: Fraction) -> int:
     return -((-value.numerator) // value.denominator)
 
 
-@lru_cache(maxsize=4096, typed=True)
+@switchable_lru_cache(maxsize=4096, typed=True)
 def value_of(text: str | int | float) -> int:
     """Quantity.Value(): the integer value, rounded up (so "0.5" bytes is 1)."""
     return _ceil(parse_quantity(text))
 
 
-@lru_cache(maxsize=4096, typed=True)
+@switchable_lru_cache(maxsize=4096, typed=True)
 def milli_value_of(text: str | int | float) -> int:
     """Quantity.MilliValue(): thousandths, rounded up (so "0.0001" cpu is 1m)."""
     return _ceil(parse_quantity(text) * 1000)

@@ -7,10 +7,11 @@ Raw API objects (JSON dicts) stay at the edge; each is parsed once per object ch
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from scheduler import caching
 from scheduler.framework.pod_resources import (
     ResourceListError,
     ResourceMap,
@@ -723,11 +724,14 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
 MEMO_LIMIT: Final = 64  # entries of NodeInfo.memo kept before it is emptied
 
 
-def memo_lookup(nodes: Iterable[NodeInfo], key: str) -> list[Any]:
+def memo_lookup(nodes: Sequence[NodeInfo], key: str) -> list[Any]:
     """Each node's memoized value for key (None where absent); a list comprehension is the fastest way.
 
     Keys are strings because a str caches its hash: a tuple key would be re-hashed on every node's lookup.
+    All None while caches are disabled (`scheduler.caching`): every node is computed.
     """
+    if not caching.ENABLED:
+        return [None] * len(nodes)
     return [n.memo.get(key) for n in nodes]
 
 
@@ -773,7 +777,12 @@ class NodeInfo:
         return self.node.allocatable if self.node is not None else Resource()
 
     def remember(self, key: Any, value: Any) -> Any:
-        """Store a plugin result in `memo` (bounded: a node that never changes sees many pod shapes)."""
+        """Store a plugin result in `memo` (bounded: a node that never changes sees many pod shapes).
+
+        Stores nothing while caches are disabled (`scheduler.caching`), so every lookup misses.
+        """
+        if not caching.ENABLED:
+            return value
         memo = self.memo
         if len(memo) >= MEMO_LIMIT:
             memo.clear()

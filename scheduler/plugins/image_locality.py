@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
+from scheduler import caching
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, ScorePlugin
 from scheduler.framework.snapshot import ImageStates
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -83,6 +84,10 @@ class ImageLocality(ScorePlugin):
         """Images on no node at all add nothing anywhere: dropped up front, usually leaving nothing to look up."""
         snapshot = self.handle.snapshot()
         images, count = pod_images(pod)
+        if not caching.ENABLED:  # the plain path: every image looked up on every node
+            total = snapshot.num_nodes()
+            of = snapshot.images_of
+            return [calculate_priority(sum_image_scores(n, images, of(n), total), count) for n in nodes]
         present = snapshot.image_states
         wanted = [image for image in images if image in present]
         if not wanted:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from scheduler import caching
 from scheduler.config.decode import child, json_quote, json_type
 from scheduler.framework.interface import (
     ASSIGNED_POD,
@@ -273,6 +274,8 @@ def pod_terms(pod: PodInfo) -> PodAffinityTerms:
     """The pod's parsed terms, parsed once per pod object and kept in `pod.derived`."""
     if not pod.affinity:
         return _NO_TERMS
+    if not caching.ENABLED:  # the plain path: parsed on every call
+        return parse_pod_terms(pod)
     cached: PodAffinityTerms | None = pod.derived.get(NAME)
     if cached is None:
         cached = pod.derived[NAME] = parse_pod_terms(pod)
@@ -526,6 +529,18 @@ class Aggregate:
             by_node[name] = new
         self.epoch = changes.epoch
 
+    @classmethod
+    def summed(cls, key: str, nodes: Sequence[NodeInfo], compute: Callable[[NodeInfo], Contribution]) -> Aggregate:
+        """The plain path (caches disabled): every node's contribution computed and added up afresh."""
+        aggregate = cls(key)
+        counts = aggregate.counts
+        for node in nodes:
+            contribution = compute(node)
+            if contribution:
+                counts.apply(contribution, 1)
+                aggregate.nonempty += 1
+        return aggregate
+
 
 # ---------------------------------------------------------------------------------------------------------
 # Cycle state
@@ -625,6 +640,9 @@ class PreFilterState:
     def batch(self, nodes: Sequence[NodeInfo]) -> list[Status | None]:
         """`check` for many nodes: the counts are turned once into sets of blocked topology values, so a node
         costs a few set lookups (one list comprehension for the common single-key anti-affinity)."""
+        if not caching.ENABLED:  # the plain path: `check` on the counts, node by node
+            check = self.check
+            return [check(_labels_of(n)) for n in nodes]
         blocked = self._blocked
         if blocked is None:
             blocked = self._blocked = _Blocked.of(self)
@@ -809,8 +827,13 @@ class InterPodAffinity(
         self._changes = NodeChanges()
         self._aggregates: OrderedDict[str, Aggregate] = OrderedDict()
 
-    def _aggregate(self, key: str, compute: Callable[[NodeInfo], Contribution]) -> Aggregate:
-        """The up-to-date sum of `compute` over the nodes of the last sync (memoized per node under key)."""
+    def _aggregate(
+        self, key: str, compute: Callable[[NodeInfo], Contribution], nodes: Sequence[NodeInfo]
+    ) -> Aggregate:
+        """The up-to-date sum of `compute` over `nodes`, the nodes of the last sync (memoized per node under key);
+        summed afresh while caches are disabled."""
+        if not caching.ENABLED:
+            return Aggregate.summed(key, nodes, compute)
         aggregates = self._aggregates
         aggregate = aggregates.get(key)
         if aggregate is None:
@@ -835,6 +858,12 @@ class InterPodAffinity(
             return frozenset()
         objects = self._handle.objects
         generation = objects.generation(NAMESPACE)
+        if not caching.ENABLED:  # the plain path: the Namespaces listed and matched on every call
+            return frozenset(
+                str((ns.get("metadata") or {}).get("name") or "")
+                for ns in objects.list(NAMESPACE)
+                if selector.matches(_namespace_labels(ns))
+            )
         if generation != self._ns_generation:
             self._ns_cache.clear()
             self._ns_generation = generation
@@ -880,14 +909,14 @@ class InterPodAffinity(
         def existing_anti(n: NodeInfo) -> Contribution:
             return _existing_anti_contribution(n, pod, ns_labels) if n.pods_with_required_anti_affinity else ()
 
-        existing = s.existing_anti_affinity_counts = self._aggregate(key, existing_anti).counts.clone()
+        existing = s.existing_anti_affinity_counts = self._aggregate(key, existing_anti, nodes).counts.clone()
         if affinity:
             key = "InterPodAffinity/affinity|" + repr(tuple(t.signature() for t in affinity))
-            aggregate = self._aggregate(key, lambda n: _affinity_contribution(n, affinity))
+            aggregate = self._aggregate(key, lambda n: _affinity_contribution(n, affinity), nodes)
             s.affinity_counts = aggregate.counts.clone()
         if anti:
             key = "InterPodAffinity/anti|" + repr(tuple(t.signature() for t in anti))
-            aggregate = self._aggregate(key, lambda n: _anti_affinity_contribution(n, anti))
+            aggregate = self._aggregate(key, lambda n: _anti_affinity_contribution(n, anti), nodes)
             s.anti_affinity_counts = aggregate.counts.clone()
 
         if not existing and not terms.required_affinity and not terms.required_anti_affinity:
@@ -937,11 +966,12 @@ class InterPodAffinity(
         has_constraints = _has_preferred(affinity, POD_AFFINITY) or _has_preferred(affinity, POD_ANTI_AFFINITY)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return SKIP
-        all_nodes: Sequence[NodeInfo] | None = state.get(ALL_NODES_STATE_KEY)
-        if all_nodes is None:
+        listed: Sequence[NodeInfo] | None = state.get(ALL_NODES_STATE_KEY)
+        if listed is None:
             if self._handle is None:
                 return error_status("empty shared lister in InterPodAffinity PreScore", NAME)
-            all_nodes = self._handle.snapshot().node_info_list
+            listed = self._handle.snapshot().node_info_list
+        all_nodes: Sequence[NodeInfo] = listed
         terms = pod_terms(pod)
         if terms.error is not None:
             return error_status(f"failed to parse pod: {terms.error}", NAME)
@@ -961,14 +991,18 @@ class InterPodAffinity(
                     tuple((w.term.signature(), w.weight) for w in preferred_anti),
                 )
             )
-            parts.append(self._aggregate(key, lambda n: _incoming_preferred_contribution(n, preferred, preferred_anti)))
+            parts.append(
+                self._aggregate(
+                    key, lambda n: _incoming_preferred_contribution(n, preferred, preferred_anti), all_nodes
+                )
+            )
         hard_weight = self.args.hard_pod_affinity_weight
         key = _pod_shape_key("InterPodAffinity/symmetric|", pod, ns_labels, hard_weight)
 
         def symmetric(n: NodeInfo) -> Contribution:
             return _existing_terms_contribution(n, pod, ns_labels, hard_weight) if n.pods_with_affinity else ()
 
-        parts.append(self._aggregate(key, symmetric))
+        parts.append(self._aggregate(key, symmetric, all_nodes))
         if not any(p.nonempty for p in parts):
             return SKIP  # no node contributed anything (upstream: index == -1)
         score = parts[0].counts.clone().by_key

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from scheduler import caching
 from scheduler.config.decode import child
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreScorePlugin, ScorePlugin
 from scheduler.framework.status import SKIP, Status
@@ -153,7 +154,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             s = self.score
             return [s(state, pod, n) for n in nodes]
         kinds = [r.kind if r is not None else -1 for r in plan]
-        if kinds != [KIND_CPU, KIND_MEMORY]:
+        if kinds != [KIND_CPU, KIND_MEMORY] or not caching.ENABLED:  # plain path: per-node score, no memo
             one = self._score_node
             return [one(plan, n) for n in nodes]
         pc = plan[0].pod_request if plan[0] is not None else 0

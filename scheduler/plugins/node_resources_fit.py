@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, NoReturn
 
+from scheduler import caching
 from scheduler.config.decode import child, json_quote, json_type
 from scheduler.config.errors import ConfigError
 from scheduler.framework.interface import (
@@ -485,10 +486,13 @@ class _PodRequest:
 # Statuses are immutable in practice and shared across nodes: a full cluster fails thousands of nodes with
 # the same one or two reasons, and building a Status per node would dominate the Filter cost.
 _STATUS_CACHE: dict[tuple[bool, tuple[str, ...]], Status] = {}
+caching.register_clear(_STATUS_CACHE.clear)
 _FILTER_MEMO: Final = NAME + "/filter"
 
 
 def _status(reasons: tuple[str, ...], unresolvable: bool) -> Status:
+    if not caching.ENABLED:  # the plain path: a Status per node
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE, reasons, NAME)
     key = (unresolvable, reasons)
     st = _STATUS_CACHE.get(key)
     if st is None:
@@ -616,6 +620,8 @@ class NodeResourcesFit(
         if not isinstance(req, _PodRequest):
             return [self._missing_state()] * len(nodes)
         fits = self._fits
+        if not caching.ENABLED:  # the plain path: fitsRequest for every node, no memo, no inlined checks
+            return [fits(req, n) for n in nodes]
         out: list[Status | None] = []
         append = out.append
         if req.empty:
@@ -752,7 +758,8 @@ class NodeResourcesFit(
         general = self._score_node
         terms = {r.kind: r for r in plan if r is not None}
         if (
-            self._strategy == REQUESTED_TO_CAPACITY_RATIO
+            not caching.ENABLED  # the plain path: the general per-node score, no memo
+            or self._strategy == REQUESTED_TO_CAPACITY_RATIO
             or len(plan) != 2
             or set(terms) != {KIND_CPU, KIND_MEMORY}
         ):

@@ -17,6 +17,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
+from scheduler import caching
 from scheduler.framework.interface import (
     ASSIGNED_POD,
     ActionType,
@@ -262,7 +263,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Explain
         """What only depends on the node's CSINode: the pod's own CSI volumes (migration depends on the CSINode),
         the driver-installed verdict and the limits. Nodes sharing one CSINode object (or having none) share it
         within a cycle."""
-        cache: dict[int, tuple[Any, Any]] | None = state.get(NEW_VOLUMES_KEY) if state is not None else None
+        cache: dict[int, tuple[Any, Any]] | None = (
+            state.get(NEW_VOLUMES_KEY) if state is not None and caching.ENABLED else None
+        )
         key = id(csi_node)
         if cache is not None:
             hit = cache.get(key)
@@ -288,6 +291,8 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Explain
     def _attached_volumes(self, node: NodeInfo, csi_node: Mapping[str, Any] | None) -> dict[str, str] | _LookupError:
         """The CSI volumes of the pods on the node, memoized on the node until its pods or a storage kind change."""
         objects = self.handle.objects
+        if not caching.ENABLED:  # the plain path: the node's pods looked at on every call
+            return self._pods_volumes(node, csi_node)
         memo_key = (
             f"{NAME}|{id(self)}|{objects.generation(PERSISTENT_VOLUME_CLAIM)}|{objects.generation(PERSISTENT_VOLUME)}"
             f"|{objects.generation(STORAGE_CLASS)}|{objects.generation(CSI_NODE)}"
@@ -295,6 +300,12 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Explain
         hit = node.memo.get(memo_key)
         if hit is not None:
             return hit  # type: ignore[no-any-return]
+        attached = self._pods_volumes(node, csi_node)
+        node.remember(memo_key, attached)
+        return attached
+
+    def _pods_volumes(self, node: NodeInfo, csi_node: Mapping[str, Any] | None) -> dict[str, str] | _LookupError:
+        """The CSI volumes of the pods on the node (uncached)."""
         volumes: dict[str, str] = {}
         attached: dict[str, str] | _LookupError = volumes
         try:
@@ -303,7 +314,6 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Explain
                     self.attachable_volumes(existing, csi_node, False, volumes)
         except _LookupError as exc:
             attached = exc
-        node.remember(memo_key, attached)
         return attached
 
     def count(

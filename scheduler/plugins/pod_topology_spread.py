@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Final
 
+from scheduler import caching
 from scheduler.config.decode import child, json_quote
 from scheduler.config.errors import ConfigError
 from scheduler.framework.interface import (
@@ -220,6 +221,8 @@ def count_pods_match_selector(pods: Iterable[PodInfo], selector: Selector, names
 
 def _node_count(node: NodeInfo, c: Constraint, namespace: str) -> int:
     """Matching pods on one node, memoized on the NodeInfo until its pods change."""
+    if not caching.ENABLED:  # the plain path: counted on every call
+        return count_pods_match_selector(node.pods.values(), c.selector, namespace)
     key = c.memo_tag + namespace
     cached = node.memo.get(key)
     if cached is None:
@@ -547,7 +550,9 @@ def _parse_pod(pod: PodInfo) -> _PodSpread:
 
 
 def pod_spread(pod: PodInfo) -> _PodSpread:
-    """The pod's parsed constraints, parsed once per pod object."""
+    """The pod's parsed constraints, parsed once per pod object (on every call while caches are disabled)."""
+    if not caching.ENABLED:
+        return _parse_pod(pod)
     cached = pod.derived.get(NAME)
     if cached is None:
         cached = pod.derived[NAME] = _parse_pod(pod)
@@ -588,6 +593,30 @@ class DomainSums:
         self.members: dict[str, int] = {}  # domain -> eligible nodes in it (a domain with 0 pods still counts)
         self.order: list[NodeInfo] = []  # the node list of the last refresh
         self.seen: list[Any] = []  # each node's memoized count at the last refresh (None: not counted)
+
+    @classmethod
+    def counted(
+        cls,
+        nodes: Sequence[NodeInfo],
+        c: Constraint,
+        namespace: str,
+        required_keys: tuple[str, ...],
+        eligible: Callable[[NodeInfo], bool] | None,
+    ) -> DomainSums:
+        """The plain path (caches disabled): every node's matching pods counted afresh, nothing remembered."""
+        out = cls()
+        sums, members = out.sums, out.members
+        for n in nodes:
+            record = n.node
+            if record is None:
+                continue
+            labels = record.labels
+            if not all(k in labels for k in required_keys) or (eligible is not None and not eligible(n)):
+                continue
+            value = labels.get(c.topology_key, "")
+            members[value] = members.get(value, 0) + 1
+            sums[value] = sums.get(value, 0) + count_pods_match_selector(n.pods.values(), c.selector, namespace)
+        return out
 
     def _drop(self, entry: tuple[NodeInfo, str | None, int]) -> None:
         _, value, count = entry
@@ -711,6 +740,8 @@ class PodTopologySpread(
         if self._handle is None:
             return EVERYTHING
         objects = self._handle.objects
+        if not caching.ENABLED:  # the plain path: the Services and controllers looked up on every call
+            return default_selector(pod, objects)
         generations = tuple(objects.generation(kind) for kind in DEFAULT_SELECTOR_KINDS)
         cached = pod.derived.get(_DEFAULT_SELECTOR_KEY)
         if cached is not None and cached[0] == generations:
@@ -778,6 +809,8 @@ class PodTopologySpread(
         eligible: Callable[[NodeInfo], bool] | None = None
         if fingerprint:
             eligible = lambda n: _eligible(c, pod, spread, n)  # noqa: E731 -- one closure per refresh
+        if not caching.ENABLED:
+            return DomainSums.counted(nodes, c, pod.namespace, required_keys, eligible)
         cache_key = "\x00".join((c.memo_tag, pod.namespace, c.topology_key, ",".join(required_keys), fingerprint))
         sums = self._sums.pop(cache_key, None)
         if sums is None:
@@ -951,6 +984,8 @@ class PodTopologySpread(
             raise ValueError(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
         ignored = s.ignored_nodes
         namespace = s.namespace
+        if not caching.ENABLED:
+            return self._score_plain(s, nodes)
         # Per constraint: (topology key, the term each domain adds (count * weight + maxSkew - 1, computed once
         # per domain with the same float operations as upstream's per-node sum), or for the hostname key None
         # and what is needed to take the node's own count: memo key, weight, maxSkew - 1, the constraint).
@@ -987,6 +1022,28 @@ class PodTopologySpread(
                     total += float(cnt) * weight + skew_term
             whole = int(total)  # total >= 0: int() is floor; math.Round rounds halves up
             append(whole + 1 if total - whole >= 0.5 else whole)
+        return out
+
+    @staticmethod
+    def _score_plain(s: PreScoreState, nodes: Sequence[NodeInfo]) -> list[int]:
+        """Upstream's Score node by node (caches disabled): hostname counts taken from the node's pods."""
+        out: list[int] = []
+        for n in nodes:
+            if n.name in s.ignored_nodes:
+                out.append(INVALID_SCORE)
+                continue
+            labels = n.node.labels if n.node is not None else {}
+            total = 0.0
+            for i, c in enumerate(s.constraints):
+                value = labels.get(c.topology_key)
+                if value is None:
+                    continue
+                if c.topology_key == LABEL_HOSTNAME:
+                    cnt = count_pods_match_selector(n.pods.values(), c.selector, s.namespace)
+                else:
+                    cnt = s.topology_value_to_pod_counts[i][value]
+                total += float(cnt) * s.topology_normalizing_weight[i] + float(c.max_skew - 1)
+            out.append(go_round(total))
         return out
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int]) -> Status | None:

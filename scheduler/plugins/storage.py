@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from scheduler import caching
 from scheduler.framework.labels import (
     SelectorError,
     compile_label_selector,
@@ -196,11 +197,14 @@ def volume_class(pv: Mapping[str, Any]) -> str:
 # never mutated: an update is a new dict). The entry keeps the dict alive so its id cannot be reused.
 _AFFINITY_CACHE: collections.OrderedDict[int, tuple[Any, Any]] = collections.OrderedDict()
 _AFFINITY_CACHE_LIMIT: Final = 50_000
+caching.register_clear(_AFFINITY_CACHE.clear)
 
 
 def _compiled_affinity(required: Any) -> Any:
     from scheduler.plugins.node_affinity import NodeSelectorMatcher
 
+    if not caching.ENABLED:  # the plain path: compiled on every call
+        return NodeSelectorMatcher.compile(required, "spec.nodeAffinity.required")
     key = id(required)
     hit = _AFFINITY_CACHE.get(key)
     if hit is not None and hit[0] is required:
@@ -420,7 +424,7 @@ class CandidateIndex:
         return len(self.candidates)
 
     def for_node(self, labels: Mapping[str, str]) -> list[Candidate]:
-        if not self._by_key:
+        if not self._by_key or not caching.ENABLED:  # disabled: every candidate (their affinity is checked anyway)
             return self.candidates
         picked = list(self._always)
         sources = 1 if picked else 0
@@ -483,10 +487,13 @@ class VolumeFacts:
 
 _FACTS_CACHE: collections.OrderedDict[int, VolumeFacts] = collections.OrderedDict()
 _FACTS_CACHE_LIMIT: Final = 100_000
+caching.register_clear(_FACTS_CACHE.clear)
 
 
 def volume_facts(pv: JSON) -> VolumeFacts:
     """VolumeFacts of a PV object, cached by identity (the entry holds the object, so its id stays unique)."""
+    if not caching.ENABLED:  # the plain path: read on every call
+        return VolumeFacts.of(pv)
     key = id(pv)
     facts = _FACTS_CACHE.get(key)
     if facts is not None and facts.pv is pv:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from scheduler import caching
 from scheduler.framework.interface import Handle
 from scheduler.framework.labels import SelectorError, compile_label_selector
 from scheduler.framework.objects import (
@@ -162,10 +163,10 @@ class PVAssumeCache(AssumeCache):
         (a scheduling cycle usually follows one or two PV changes), else from a full LIST."""
         objects = self._objects
         generation = objects.generation(PERSISTENT_VOLUME)
-        if generation == self._index_generation:
+        if generation == self._index_generation and caching.ENABLED:
             return
         changed = objects.changed_since(PERSISTENT_VOLUME, self._index_generation)
-        if changed is None or self._index_generation < 0:
+        if changed is None or self._index_generation < 0 or not caching.ENABLED:  # disabled: a full LIST each call
             self._by_class, self._class_of = {}, {}
             for pv in objects.list(PERSISTENT_VOLUME):
                 self._file(pv)

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 
+from scheduler import caching
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_config
 from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, CycleState
@@ -1318,11 +1319,12 @@ def test_raw_scores_before_normalization() -> None:
 
 
 def test_terms_are_parsed_once_per_pod() -> None:
-    """pod_terms caches in PodInfo.derived, shared by the assumed copy."""
+    """pod_terms caches in PodInfo.derived, shared by the assumed copy (with caches on, whatever the env says)."""
     info = term(pod(), ANTI, "Exists", "app", HOST).info()
-    first = pod_terms(info)
-    assert pod_terms(info) is first
-    assert pod_terms(info.with_node("n1")) is first
+    with caching.caches_enabled():
+        first = pod_terms(info)
+        assert pod_terms(info) is first
+        assert pod_terms(info.with_node("n1")) is first
     assert len(first.required_anti_affinity) == 1
     assert first.required_anti_affinity[0].namespaces == frozenset({"default"})
 

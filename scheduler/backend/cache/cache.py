@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler import caching
 from scheduler.backend.cache.node_tree import NodeTree
 from scheduler.framework.interface import ActionType
 from scheduler.framework.snapshot import Snapshot
@@ -440,7 +441,12 @@ class Cache:
         names = tree.list()  # rebuilt from scratch every cycle (field story 1)
         previous = snapshot._list_names
         try:
-            if previous is not None and snapshot._list_of is snapshot.node_info_list and names == previous:
+            if (
+                previous is not None
+                and snapshot._list_of is snapshot.node_info_list
+                and names == previous
+                and caching.ENABLED  # disabled: the full remap every cycle
+            ):
                 # Same order as last cycle (comparing the very same string objects is fast): patch the
                 # positions of the changed nodes into a copy instead of remapping every name.
                 out = list(snapshot.node_info_list)

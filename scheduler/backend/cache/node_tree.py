@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 
+from scheduler import caching
 from scheduler.framework.types import NodeRecord, zone_key
 
 
@@ -71,6 +72,8 @@ class NodeTree:
         zones = builtins.list(self._zones.values())
         if not zones:
             return []
+        if not caching.ENABLED:  # the plain path: index by index, zone by zone
+            return [names[i] for i in range(max(map(len, zones))) for names in zones if i < len(names)]
         if len(zones) == 1:
             return builtins.list(zones[0])
         out: builtins.list[str] = []

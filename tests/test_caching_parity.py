@@ -1,0 +1,452 @@
+"""Decisions are unchanged by every cache and fast path (scheduler.caching): the same seeded workload is simulated
+with them enabled and with them disabled, and every placement, message, nomination and preemption must agree.
+
+The workloads come from the differential-fuzz generator (tests/diff/scenario.py) with every feature on: zones,
+labels, taints, images, host ports, resources (sidecars, pod-level requests, overhead, resize status), node
+affinity, pod (anti-)affinity, spread constraints, Services and ReplicaSets (default spreading), priorities
+(preemption). Added to it: replicas of some pending pods (pods of one shape are what the memos and the
+incremental sums serve), variants differing in one request only (what memo keys must tell apart), mirrors
+with pod affinity and anti-affinity swapped (existing pods' anti-affinity against pods with terms of their
+own), and nodes that join half-way (a new node order). The input goes through YAML and `load_documents` like
+the CLI's (the YAML loader's scalar cache and simulate's parse memo are on that path).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import astuple
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler import caching
+from scheduler.adapters.memory import MemoryCluster
+from scheduler.config.load import load_config
+from scheduler.config.types import SchedulerConfiguration
+from scheduler.framework import labels, quantity
+from scheduler.framework.interface import CycleState
+from scheduler.framework.runtime import Framework, ScoreResult
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PodInfo, memo_lookup
+from scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from scheduler.plugins.pod_topology_spread import PodTopologySpread
+from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
+from scheduler.simulate import SimulationResult, load_documents, simulate
+from scheduler.testing import csi_node, make_node, make_pod, make_pv, make_pvc, storage_class
+from tests.diff.scenario import OWNER_ANNOTATION, Features, generate
+
+JSON = dict[str, Any]
+# 20 seeds in the default run (a few seconds); PYSCHEDULER_CACHE_PARITY_SEEDS=500 for a longer search.
+SEEDS = range(1, 1 + int(os.environ.get("PYSCHEDULER_CACHE_PARITY_SEEDS", "20")))
+NAMESPACE = "default"
+SCHEDULER_NAME = "pyscheduler"  # the default profile's
+
+
+def _most_allocated() -> SchedulerConfiguration:
+    """A second profile shape: Fit's MostAllocated strategy (its own inlined, memoized loop)."""
+    raw = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "pluginConfig": [
+                    {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}},
+                ]
+            }
+        ],
+    }
+    return load_config(raw, REGISTRY.keys(), parse_plugin_args, implements=implements)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The workload: a generated scenario as the API server would hold it, in a fixed order
+
+
+def _admitted(manifest: JSON, overhead: JSON, status: JSON | None = None) -> JSON:
+    """What the API server stores: a namespace, the RuntimeClass's overhead copied in (RuntimeClass admission),
+    the owner annotation turned into an ownerReference (as the diff runner does), and the written status."""
+    pod = copy.deepcopy(manifest)
+    meta = pod["metadata"]
+    meta["namespace"] = NAMESPACE
+    owner = (meta.get("annotations") or {}).pop(OWNER_ANNOTATION, None)
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": f"uid-{owner}", "controller": True}
+        ]
+    spec = pod["spec"]
+    if spec.pop("runtimeClassName", None) is not None:
+        spec["overhead"] = copy.deepcopy(overhead)
+    if status is not None:
+        pod["status"] = copy.deepcopy(status)
+    return pod
+
+
+def _variant(pod: JSON, resource: str, factor: int) -> JSON | None:
+    """The pod with one container's request for resource multiplied: a pod that differs from another in one
+    amount only, which every memo key must tell apart. None when the pod has no such request (or sets
+    pod-level requests, which would have to grow too)."""
+    if (pod["spec"].get("resources") or {}).get("requests"):
+        return None
+    variant = copy.deepcopy(pod)
+    for container in variant["spec"]["containers"]:
+        resources = container.get("resources") or {}
+        amount = (resources.get("requests") or {}).get(resource)
+        if amount is None:
+            continue
+        scaled = quantity.parse_quantity(amount) * factor
+        text = f"{math.ceil(scaled * 1000)}m" if resource == "cpu" else str(math.ceil(scaled))
+        resources["requests"][resource] = text
+        limit = (resources.get("limits") or {}).get(resource)
+        if limit is not None and quantity.parse_quantity(limit) < scaled:
+            resources["limits"][resource] = text  # a request may not exceed its limit
+        return variant
+    return None
+
+
+def _mirror(pod: JSON) -> JSON | None:
+    """The pod with podAffinity and podAntiAffinity swapped and labelled with the app its terms select (None
+    without pod affinity): the generator gives a pod one kind only and a random label, so pods with affinity
+    terms rarely meet existing pods whose anti-affinity matches them."""
+    affinity = pod["spec"].get("affinity") or {}
+    if "podAffinity" not in affinity and "podAntiAffinity" not in affinity:
+        return None
+    mirror = copy.deepcopy(pod)
+    swapped = mirror["spec"]["affinity"]
+    swapped["podAffinity"], swapped["podAntiAffinity"] = affinity.get("podAntiAffinity"), affinity.get("podAffinity")
+    for kind in ("podAffinity", "podAntiAffinity"):
+        block = swapped.pop(kind)
+        if block is None:
+            continue
+        swapped[kind] = block
+        terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") or [
+            w["podAffinityTerm"] for w in block.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        ]
+        mirror["metadata"]["labels"] = dict(terms[0]["labelSelector"]["matchLabels"])
+    return mirror
+
+
+def workload(seed: int) -> list[JSON]:
+    """The objects of seed's scenario, plus replicas of some pending pods and nodes that join half-way."""
+    sc = generate(seed, Features.parse("all"), max_nodes=16, max_pending=14)
+    rng = random.Random(seed)
+    overhead: JSON = {}
+    objects: list[JSON] = []
+    for obj in sc.cluster_objects:
+        if obj["kind"] == "RuntimeClass":  # simulate has no RuntimeClass admission: _admitted applies it
+            overhead = obj["overhead"]["podFixed"]
+        else:
+            objects.append(copy.deepcopy(obj))
+    for obj in sc.objects:
+        obj = copy.deepcopy(obj)
+        obj["metadata"].update(namespace=NAMESPACE, uid=f"uid-{obj['metadata']['name']}")
+        objects.append(obj)
+
+    def nodes_and_their_pods(nodes: list[JSON]) -> list[JSON]:
+        names = {n["metadata"]["name"] for n in nodes}
+        bound = [p for p in sc.existing if p.manifest["spec"]["nodeName"] in names]
+        return [copy.deepcopy(n) for n in nodes] + [_admitted(p.manifest, overhead, p.status) for p in bound]
+
+    late = max(1, len(sc.nodes) // 4)
+    objects += nodes_and_their_pods(sc.nodes[:-late])
+    pending: list[JSON] = []
+    for i, manifest in enumerate(sc.pending):
+        pod = _admitted(manifest, overhead)
+        pod["metadata"]["name"] = f"s{seed}-p{i}"
+        pod["spec"]["schedulerName"] = SCHEDULER_NAME
+        pending.append(pod)
+        for r in range(rng.choice((0, 0, 1, 3))):  # replicas: the same spec and labels, another name
+            replica = copy.deepcopy(pod)
+            replica["metadata"]["name"] = f"s{seed}-p{i}-r{r}"
+            pending.append(replica)
+        if (mirror := _mirror(pod)) is not None and rng.random() < 0.5:
+            mirror["metadata"]["name"] = f"s{seed}-p{i}-mirror"
+            pending.append(mirror)
+        for resource in ("cpu", "memory"):
+            if rng.random() < 0.3 and (variant := _variant(pod, resource, rng.choice((2, 4, 8)))) is not None:
+                variant["metadata"]["name"] = f"s{seed}-p{i}-{resource}"
+                pending.append(variant)
+    half = len(pending) // 2
+    return objects + pending[:half] + nodes_and_their_pods(sc.nodes[-late:]) + pending[half:]
+
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+CSI_DRIVER = "csi.example.com"
+
+
+def directed_workload(seed: int) -> list[JSON]:
+    """What the generator rarely or never draws, seeded: pods with required affinity of their own meeting
+    existing pods whose required anti-affinity matches them (the general path of InterPodAffinity's Filter),
+    and claims on local CSI volumes pinned to nodes (sizes repeat, so PVs tie), under per-node CSI volume
+    limits, whose bindings update the PVs between cycles (the volume caches: PV facts and affinities, the
+    candidate index, the PV-by-class index, NodeVolumeLimits' views and memo)."""
+    rng = random.Random(seed)
+    objects: list[JSON] = [storage_class("local")]
+    nodes = [f"d{seed}-n{i}" for i in range(rng.randint(5, 9))]
+    for i, name in enumerate(nodes):
+        objects.append(make_node(name).zone("abc"[i % 3]).capacity(cpu="4", memory="16Gi").obj())
+        objects.append(csi_node(name, {CSI_DRIVER: rng.choice((1, 2, 3))}))
+        for j in range(rng.choice((0, 1, 2, 2))):
+            size = rng.choice(("1Gi", "5Gi", "5Gi", "10Gi"))
+            pv = make_pv(f"{name}-pv{j}").storage_class("local").on_node(name).capacity(size).csi(CSI_DRIVER)
+            objects.append(pv.obj())
+    for i in range(rng.randint(2, 6)):  # the group the web pods want to be near
+        objects.append(make_pod(f"db{i}").labels(app="db").req(cpu="500m", memory="1Gi").node(rng.choice(nodes)).obj())
+    for i in range(rng.randint(1, 4)):  # pods whose anti-affinity keeps web pods off their node or zone
+        guard = make_pod(f"guard{i}").labels(app="guard").req(cpu="250m").node(rng.choice(nodes))
+        objects.append(guard.pod_affinity_term("podAntiAffinity", rng.choice((HOSTNAME, ZONE)), {"app": "web"}).obj())
+    claims = 0
+    for i in range(rng.randint(6, 14)):
+        web = make_pod(f"web{i}").labels(app="web").req(cpu=rng.choice(("250m", "500m", "1")), memory="1Gi")
+        web.scheduler_name(SCHEDULER_NAME).pod_affinity_term("podAffinity", ZONE, {"app": "db"})
+        if rng.random() < 0.4:
+            web.pod_affinity_term("podAntiAffinity", HOSTNAME, {"app": "web"}, weight=rng.randint(1, 100))
+        if rng.random() < 0.6:
+            claim = f"data{claims}"
+            claims += 1
+            request = rng.choice(("1Gi", "2Gi", "5Gi", "8Gi"))
+            objects.append(make_pvc(claim).storage_class("local").request(request).obj())
+            web.pvc(claim)
+        objects.append(web.obj())
+    return objects
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Running it and recording everything the scheduler decided
+
+
+class Recorder:
+    """What the scheduler decided on the way, in order: every nominatedNodeName written or cleared, every Filter
+    run's verdict per node and every Score run's per-plugin scores and totals per node."""
+
+    def __init__(self) -> None:
+        self.nominations: list[tuple[str, str]] = []
+        self.filters: list[tuple[str, tuple[tuple[str, Any], ...]]] = []
+        self.scores: list[tuple[str, tuple[str, ...], Any, tuple[int, ...]]] = []
+
+    def clear(self) -> None:
+        self.nominations.clear()
+        self.filters.clear()
+        self.scores.clear()
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
+    rec = Recorder()
+    set_nominated, run_filters, run_score = MemoryCluster._set_nominated, Framework.run_filters, Framework.run_score
+
+    def nominate(self: MemoryCluster, uid: str, node_name: str) -> None:
+        rec.nominations.append((uid, node_name))
+        set_nominated(self, uid, node_name)
+
+    def filters(
+        self: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Status | None], Status | None]:
+        statuses, err = run_filters(self, state, pod, nodes)
+        verdicts = [
+            (n.name, None if st is None else (st.code, st.reasons, st.plugin))
+            for n, st in zip(nodes, statuses, strict=True)
+        ]
+        rec.filters.append((pod.key, (*verdicts, ("error", err and err.message()))))
+        return statuses, err
+
+    def score(
+        self: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[ScoreResult, Status | None]:
+        result, err = run_score(self, state, pod, nodes)
+        per_plugin = tuple((name, tuple(values)) for name, values in result.per_plugin)
+        rec.scores.append((pod.key, tuple(n.name for n in nodes), per_plugin, tuple(result.totals)))
+        return result, err
+
+    monkeypatch.setattr(MemoryCluster, "_set_nominated", nominate)
+    monkeypatch.setattr(Framework, "run_filters", filters)
+    monkeypatch.setattr(Framework, "run_score", score)
+    yield rec
+
+
+def run(objects: list[JSON], seed: int, config: SchedulerConfiguration | None) -> SimulationResult:
+    """Through YAML and load_documents, then simulate with the parsed objects handed over, as the CLI does."""
+    text = yaml.safe_dump_all(objects, sort_keys=False)
+    return simulate(load_documents(text, f"seed-{seed}"), config, seed=seed, own_objects=True)
+
+
+def decisions(result: SimulationResult, rec: Recorder) -> dict[str, Any]:
+    """Everything observable about the run, in order: bindings, every event (scheduled, failed with its whole
+    message, preempted), evictions, nominations, each Filter verdict and Score per node, the final conditions
+    and each pod's outcome."""
+    cluster = result.cluster
+    assert cluster is not None
+    return {
+        "bindings": list(cluster.bindings),
+        "events": [astuple(e) for e in cluster.events],
+        "evictions": [astuple(e) for e in cluster.evictions],
+        "nominations": list(rec.nominations),
+        "filters": list(rec.filters),
+        "scores": list(rec.scores),
+        "conditions": {uid: astuple(c) for uid, c in sorted(cluster.conditions.items())},
+        "nominated_now": {
+            uid: (pod.get("status") or {}).get("nominatedNodeName") for uid, pod in sorted(cluster.pods.items())
+        },
+        "volumes": {
+            key: (
+                (obj.get("spec") or {}).get("claimRef", {}).get("name"),
+                (obj.get("spec") or {}).get("volumeName"),
+                ((obj.get("metadata") or {}).get("annotations") or {}).get("volume.kubernetes.io/selected-node"),
+            )
+            for key, obj in sorted(cluster.objects.items())
+            if key[0] in ("PersistentVolume", "PersistentVolumeClaim")
+        },
+        "outcomes": result.to_json(),
+    }
+
+
+def _plugins(result: SimulationResult) -> tuple[InterPodAffinity, PodTopologySpread]:
+    assert result.scheduler is not None
+    (fwk,) = result.scheduler.profiles.values()
+    ipa, pts = fwk.plugins["InterPodAffinity"], fwk.plugins["PodTopologySpread"]
+    assert isinstance(ipa, InterPodAffinity) and isinstance(pts, PodTopologySpread)
+    return ipa, pts
+
+
+def _memo_entries(result: SimulationResult) -> int:
+    assert result.scheduler is not None
+    return sum(len(n.memo) for n in result.scheduler.snapshot.node_info_list)
+
+
+def _lru_entries() -> int:
+    cached = (
+        quantity.parse_quantity,
+        quantity.value_of,
+        quantity.milli_value_of,
+        labels._label_key_errors,
+        labels._label_value_errors,
+        labels._dns1123_subdomain_errors,
+    )
+    return sum(f.cache_info().currsize for f in cached)
+
+
+# What each seed's run with caches exercised (filled by the parity test, or on demand by the last test).
+_EXERCISED: dict[int, dict[str, int]] = {}
+
+
+def _exercised(result: SimulationResult, got: dict[str, Any]) -> dict[str, int]:
+    ipa, pts = _plugins(result)
+    return {
+        "bindings": len(got["bindings"]),
+        "failures": sum(1 for e in got["events"] if e[3] == "FailedScheduling"),
+        "evictions": len(got["evictions"]),
+        "nominations": sum(1 for _, node in got["nominations"] if node),
+        "memo entries": _memo_entries(result),
+        "affinity sums": len(ipa._aggregates),
+        "spread sums": len(pts._sums),
+    }
+
+
+def run_both(
+    objects: list[JSON], seed: int, config: SchedulerConfiguration | None, rec: Recorder, *, note: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(decisions with every cache, decisions without any); checks each run really had its caches on or off.
+    `note`: keep what the run with caches exercised for the last test."""
+    with caching.caches_enabled():  # emptied on entry
+        cached = run(copy.deepcopy(objects), seed, config)
+        with_caches = decisions(cached, rec)
+        if note:
+            _EXERCISED[seed] = _exercised(cached, with_caches)
+        assert _lru_entries() > 0  # quantities went through the lru_caches (memos and sums: the last test)
+    rec.clear()
+    with caching.caches_disabled():
+        plain = run(copy.deepcopy(objects), seed, config)
+        without = decisions(plain, rec)
+        # Really off: nothing was remembered anywhere.
+        ipa, pts = _plugins(plain)
+        assert _memo_entries(plain) == 0 and _lru_entries() == 0 and not ipa._aggregates and not pts._sums
+    rec.clear()
+    return with_caches, without
+
+
+def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    for key in a:
+        if a[key] != b[key]:
+            if isinstance(a[key], list):
+                for i, (x, y) in enumerate(zip(a[key], b[key], strict=False)):
+                    if x != y:
+                        return f"{key}[{i}]: with caches {x!r}, without {y!r}"
+                return f"{key}: {len(a[key])} entries with caches, {len(b[key])} without"
+            return f"{key}: with caches {a[key]!r}, without {b[key]!r}"
+    return "none"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_decisions_do_not_depend_on_caches(seed: int, recorder: Recorder) -> None:
+    """Default profile: every placement, message, nomination and preemption is the same without caches."""
+    with_caches, without = run_both(workload(seed), seed, None, recorder, note=True)
+    assert with_caches == without, _first_difference(with_caches, without)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:5])
+def test_decisions_do_not_depend_on_caches_most_allocated(seed: int, recorder: Recorder) -> None:
+    """NodeResourcesFit's MostAllocated strategy (another inlined, memoized score loop)."""
+    with_caches, without = run_both(workload(seed), seed, _most_allocated(), recorder)
+    assert with_caches == without, _first_difference(with_caches, without)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:10])
+def test_decisions_do_not_depend_on_caches_directed(seed: int, recorder: Recorder) -> None:
+    """Pod affinity against existing anti-affinity, and local CSI volumes with limits (directed_workload)."""
+    with_caches, without = run_both(directed_workload(seed), seed, None, recorder)
+    assert with_caches == without, _first_difference(with_caches, without)
+
+
+def test_the_workloads_exercise_what_the_caches_serve(recorder: Recorder) -> None:
+    """Not vacuous: over the seeds, pods bind, pods fail with messages, preemption nominates and evicts, and the
+    node memos and InterPodAffinity's and PodTopologySpread's kept sums are filled."""
+    totals: dict[str, int] = {}
+    for seed in SEEDS:
+        if seed not in _EXERCISED:  # this test run on its own
+            with caching.caches_enabled():
+                result = run(workload(seed), seed, None)
+                _EXERCISED[seed] = _exercised(result, decisions(result, recorder))
+            recorder.clear()
+        for key, value in _EXERCISED[seed].items():
+            totals[key] = totals.get(key, 0) + value
+    assert totals and all(v > 0 for v in totals.values()), totals
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The switch itself
+
+
+def test_the_switch_turns_the_caches_off_and_back_on() -> None:
+    """Disabled: the memo stores nothing and is not read, the lru_caches are bypassed (and emptied)."""
+    node = NodeInfo("n1")
+    with caching.caches_enabled():
+        assert node.remember("k", 1) == 1 and node.memo == {"k": 1}
+        assert memo_lookup([node], "k") == [1]
+        quantity.value_of("3Gi")
+        assert quantity.value_of.cache_info().currsize > 0
+        with caching.caches_disabled():
+            assert not caching.ENABLED
+            assert quantity.value_of.cache_info().currsize == 0  # emptied when switched
+            assert memo_lookup([node], "k") == [None]  # an entry from before is not read
+            assert node.remember("other", 2) == 2 and "other" not in node.memo
+            assert quantity.value_of("3Gi") == 3 * 2**30
+            assert quantity.value_of.cache_info().currsize == 0
+        assert caching.ENABLED  # restored
+        assert memo_lookup([node], "k") == [1]
+
+
+@pytest.mark.parametrize(("value", "enabled"), [("1", False), ("true", False), ("", True), ("0", True)])
+def test_the_environment_variable_disables_caches_for_a_whole_process(value: str, enabled: bool) -> None:
+    code = "from scheduler import caching; print(caching.ENABLED)"
+    env = {**os.environ, caching.ENV_VAR: value}
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(enabled)
