@@ -9,7 +9,7 @@ Metrics only pyscheduler has are prefixed `pyscheduler_`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -46,6 +46,7 @@ class SchedulerMetrics(Observer):
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
@@ -178,24 +179,33 @@ class SchedulerMetrics(Observer):
 
     # ------------------------------------------------------------------ Observer
 
+    def _child(self, metric: Any, *values: str) -> Any:
+        """metric.labels(*values), memoized: prometheus_client validates and locks on every labels() call, and
+        the hot paths (extension points, attempts, REST calls) ask for the same few children per pod."""
+        key = (id(metric), values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     def extension_point(self, point: str, code: Code, profile: str, seconds: float) -> None:
-        self.extension_point_duration.labels(point, CODE_NAMES[code], profile).observe(seconds)
+        self._child(self.extension_point_duration, point, CODE_NAMES[code], profile).observe(seconds)
 
     def plugin_execution(self, plugin: str, point: str, code: Code, seconds: float) -> None:
-        self.plugin_execution_duration.labels(plugin, point, CODE_NAMES[code]).observe(seconds)
+        self._child(self.plugin_execution_duration, plugin, point, CODE_NAMES[code]).observe(seconds)
 
     def algorithm(self, seconds: float) -> None:
         self.algorithm_duration.observe(seconds)
 
     def attempt(self, result: str, profile: str, seconds: float) -> None:
-        self.schedule_attempts.labels(result, profile).inc()
-        self.attempt_duration.labels(result, profile).observe(seconds)
+        self._child(self.schedule_attempts, result, profile).inc()
+        self._child(self.attempt_duration, result, profile).observe(seconds)
 
     def pod_scheduled(self, attempts: int, sli_seconds: float | None) -> None:
         self.pod_attempts.observe(attempts)
         if sli_seconds is not None:
             label = "15+" if attempts >= 15 else str(attempts)
-            self.sli_duration.labels(label).observe(sli_seconds)
+            self._child(self.sli_duration, label).observe(sli_seconds)
 
     def preemption_attempt(self) -> None:
         self.preemption_attempts.inc()
@@ -225,8 +235,8 @@ class SchedulerMetrics(Observer):
 
     def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
         """rest_client_requests_total and rest_client_request_duration_seconds for one API call."""
-        self.rest_requests.labels(code, method, host).inc()
-        self.rest_duration.labels(method, host).observe(seconds)
+        self._child(self.rest_requests, code, method, host).inc()
+        self._child(self.rest_duration, method, host).observe(seconds)
 
 
 class SchedulerStateCollector(Collector):
