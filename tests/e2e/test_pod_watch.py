@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -69,6 +70,10 @@ async def test_pods_created_after_startup_are_scheduled_via_the_stream(
             pod = await wait_for_pod_bound(api_client, namespace, f"p{i}")
             assert pod["spec"]["nodeName"] == f"{namespace}-n"
         stats = pod_watch.watcher.stats
+        # The GETs above may see the last bind before the stream delivers it: give the stream a moment.
+        deadline = time.monotonic() + 15
+        while stats.events.get("pods:MODIFIED", 0) < 3 and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
         assert stats.events.get("pods:ADDED", 0) >= 3
         assert stats.events.get("pods:MODIFIED", 0) >= 3, "the binds came back through the stream"
         assert pod_watch.resource_version != start_rv
