@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import contextlib
 import json
 import math
@@ -766,6 +767,13 @@ def _wait_exit(process: ManagedProcess, within: float) -> None:
         popen.wait(timeout=within)
 
 
+def compile_package() -> None:
+    """Byte-compile the scheduler package, as the image does at build time (and pip at install time): a
+    checkout run with PYTHONDONTWRITEBYTECODE=1 would otherwise compile ~80 modules on every start (~0.3 s),
+    which a deployed pyscheduler never does. Writes __pycache__ (gitignored); cheap when already current."""
+    compileall.compile_dir(str(REPO_ROOT / "scheduler"), quiet=1)
+
+
 class SchedulerUnderTest:
     """Starts and stops one scheduler process against the control plane."""
 
@@ -783,6 +791,7 @@ class SchedulerUnderTest:
         if self.kind == UPSTREAM:
             self.process = await asyncio.to_thread(self.cp.start_kube_scheduler, qps=CLIENT_QPS, burst=CLIENT_BURST)
             return
+        compile_package()
         config = self.log_dir / "pyscheduler.yaml"
         config.write_text(
             yaml.safe_dump(
