@@ -5,7 +5,8 @@ node (requests, labels, a ReplicaSet-like owner reference, bound through spec.no
 once; then each scheduler is started and stopped `--runs` times, alternating, both with leader election off and
 qps/burst 5000. The figure is the time from starting the process to its /readyz answering 200 (both gate
 readiness on their informers being synced); the harness polls upstream every 0.25 s, pyscheduler every
-0.1 s, which bounds the resolution. Prints medians and the ratio.
+0.1 s, which bounds the resolution. Also the peak RSS (VmHWM) once ready: what the synced cache costs. Prints
+medians and the ratios.
 
     .venv/bin/python -m bench.startup --nodes 1000 --pods-per-node 30 --runs 3
 """
@@ -31,6 +32,7 @@ from bench.e2e import (
     SchedulerUnderTest,
     create_many,
     create_ready_nodes,
+    read_proc,
 )
 from tests.cluster.harness import ControlPlane, ControlPlaneConfig
 
@@ -75,13 +77,15 @@ async def populate(api: Api, nodes: int, per_node: int) -> float:
 
 async def measure(
     cp: ControlPlane, kind: str, log_dir: Path, tag: str, profile: Path | None = None, env: dict[str, str] | None = None
-) -> float:
+) -> tuple[float, float]:
+    """(seconds from process start to /readyz 200, peak RSS MiB once ready: the synced cache's cost)."""
     sched = SchedulerUnderTest(kind, cp, log_dir, profile if kind == PYSCHEDULER else None, env or {})
     start = time.monotonic()
     await sched.start(tag)
     took = time.monotonic() - start
+    rss = read_proc(sched.pid).peak_rss_mib
     await sched.stop()
-    return took
+    return took, rss
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -103,20 +107,25 @@ async def run(args: argparse.Namespace) -> int:
                     name, _, value = assignment.partition("=")
                     variants[f"{PYSCHEDULER}[{assignment}]"] = (PYSCHEDULER, {name: value})
                 times: dict[str, list[float]] = {label: [] for label in variants}
+                rss: dict[str, list[float]] = {label: [] for label in variants}
                 for r in range(args.runs):
                     order = list(variants) if r % 2 == 0 else list(reversed(variants))  # alternate who goes first
                     for label in order:
                         kind, env = variants[label]
-                        times[label].append(await measure(cp, kind, log_dir, f"{nodes}-{r}", args.profile, env))
-                        print(f"  {label:14s} run {r}: ready after {times[label][-1]:.2f} s", flush=True)
+                        took, peak = await measure(cp, kind, log_dir, f"{nodes}-{r}", args.profile, env)
+                        times[label].append(took)
+                        rss[label].append(peak)
+                        print(f"  {label:14s} run {r}: ready after {took:.2f} s, peak RSS {peak:.0f} MiB", flush=True)
                 up, py = statistics.median(times[UPSTREAM]), statistics.median(times[PYSCHEDULER])
+                up_rss, py_rss = statistics.median(rss[UPSTREAM]), statistics.median(rss[PYSCHEDULER])
                 for label in list(variants)[2:]:
                     v = statistics.median(times[label])
                     print(f"  {label}: median {v:.2f} s ({v / up:.2f}x upstream)", flush=True)
                 print(
                     f"{nodes} nodes x {args.pods_per_node} pods: kube-scheduler {up:.2f} s, pyscheduler {py:.2f} s "
                     f"(ratio {py / up:.2f}x; medians of {args.runs}; qps/burst {CLIENT_QPS}/{CLIENT_BURST}; "
-                    f"load {os.getloadavg()[0]:.1f})",
+                    f"load {os.getloadavg()[0]:.1f}); peak RSS once ready: kube-scheduler {up_rss:.0f} MiB, "
+                    f"pyscheduler {py_rss:.0f} MiB ({py_rss / up_rss:.2f}x)",
                     flush=True,
                 )
             finally:
