@@ -12,7 +12,7 @@
 # At the end it prints every part's table again, together. Raw samples go to
 # bench/results/<timestamp>-<part>.json (gitignored).
 #
-#   bash scripts/bench.sh                            # all four parts, full size: ~40 min (backlog 3.5, density 5, xl 9, create ~20-25)
+#   bash scripts/bench.sh                            # all four parts, full size: ~25 min (create 7, backlog 3.5, density 5, xl 9)
 #   bash scripts/bench.sh --quick                    # create, backlog, density at 100 nodes, 1 repeat (~3 min)
 #   bash scripts/bench.sh --parts backlog,xl         # only these parts
 #   bash scripts/bench.sh --size quick --repeats 1   # as before: --size/--repeats apply to every part, and an
