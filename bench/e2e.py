@@ -1162,15 +1162,10 @@ async def run_once(
         samples = collector.samples
         cpu_after, api_after, driver_after = _cpu_of(sched.pid), _cpu_of(apiserver_pid), _self_cpu()
         api_cpu, driver_cpu = api_after - api_before, driver_after - driver_before
-        measured_times = [t for n, t in watch.bound_at.items() if watch.phase_of[n] == "measure"]
-        if measured_times:
-            window = max(measured_times) - first_created
-        if not ok:
-            error = f"measured pods: {watch.bound_by_phase.get('measure', 0)}/{len(measured)} bound in time"
-        if sched.alive():
-            proc = read_proc(sched.pid)
-        else:
-            error = (error or "") + f" scheduler exited early ({sched.process.poll() if sched.process else '?'})"
+        bound_window = _bound_window(watch)
+        if bound_window:
+            window = bound_window[1] - first_created
+        error, proc = _outcome(ok, watch, sched, len(measured))
     except Exception as exc:  # a failed run is reported, not fatal for the others
         error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -1256,6 +1251,16 @@ async def _final_check(
     over, misplaced = check_placement(workload, node_objs, pods, pod_level)
     bound = sum(1 for p in pods if p["spec"].get("nodeName"))
     return bound, bound == len(pods) == expected, over, misplaced
+
+
+def _outcome(ok: bool, watch: BindWatch, sched: SchedulerUnderTest, pods: int) -> tuple[str | None, ProcStats]:
+    """After waiting for the measured pods: (the run's error, if any; the scheduler's CPU and peak RSS, read
+    while it still runs)."""
+    error = None if ok else f"measured pods: {watch.bound_by_phase.get('measure', 0)}/{pods} bound in time"
+    if sched.alive():
+        return error, read_proc(sched.pid)
+    exited = sched.process.poll() if sched.process else "?"
+    return (error or "") + f" scheduler exited early ({exited})", ProcStats(0.0, 0.0)
 
 
 def _bound_window(watch: BindWatch) -> tuple[float, float] | None:
@@ -1347,12 +1352,7 @@ async def run_backlog(
         await asyncio.sleep(1.0)  # let queued event writes land: they are part of the cost per pod
         requests_after = await apiserver_requests(api)
         extra["apiserver_requests_per_pod"] = requests_per_pod(requests_before, requests_after, len(measured))
-        if not ok:
-            error = f"measured pods: {watch.bound_by_phase.get('measure', 0)}/{len(measured)} bound in time"
-        if sched.alive():
-            proc = read_proc(sched.pid)
-        else:
-            error = (error or "") + f" scheduler exited early ({sched.process.poll() if sched.process else '?'})"
+        error, proc = _outcome(ok, watch, sched, len(measured))
     except Exception as exc:  # a failed run is reported, not fatal for the others
         error = f"{type(exc).__name__}: {exc}"
     finally:
