@@ -5,7 +5,8 @@ Task layout (all in one event loop):
   cache-sync      initial LIST ("caches synced"), then periodic resync
   pod-watch       PodWatch: the pods WATCH from the initial LIST's resourceVersion (relists on 410)
   informer-KIND   ObjectInformer: LIST+WATCH of each other kind the enabled plugins read (Namespaces, PVCs...)
-  scheduling      waits for caches synced and for leadership, then Scheduler.run
+  scheduling      waits for caches synced, kopf's node watch LISTed and leadership, then Scheduler.run
+  watch-watchdog  opens that node-watch gate (readiness too), then ends the process if a kopf watcher dies
   leader-election LeaseElector (leaderElection.leaderElect): campaigns, then renews; ends the process if lost
   kopf-operator   kopf's node watch (spawned last: kopf cancels tasks created after it started)
 and an aiohttp server for /healthz /livez /readyz /metrics /configz (+ /debug/* with --enable-debug-handlers):
@@ -139,6 +140,8 @@ class Health:
         unsynced = [i.kind for i in self.informers if not i.synced.is_set()]
         if not self.watcher.synced.is_set():
             unsynced.insert(0, "nodes/pods")
+        elif not self.watcher.node_watch_live.is_set():
+            unsynced.insert(0, "node watch")
         checks["informer-sync"] = f"caches not synced yet: {', '.join(unsynced)}" if unsynced else None
         return checks
 
@@ -308,6 +311,7 @@ async def run(
 
         async def scheduling() -> None:
             await watcher.synced.wait()
+            await watcher.node_watch_live.wait()  # kopf's node watch has LISTed (await_node_watch)
             for informer in informers:  # WaitForCacheSync: plugins must see every object before deciding
                 await informer.synced.wait()
             await leader_gate()

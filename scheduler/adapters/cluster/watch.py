@@ -56,6 +56,9 @@ FORBIDDEN_ATTEMPTS = 3
 
 Key = tuple[str, str]  # ("nodes", name) or ("pods", uid)
 WATCHED = ("nodes.v1",)  # how kopf names the resources in its watcher task names (pods: PodWatch)
+NODE_WATCH_POLL = 0.05  # how often readiness looks for kopf's node watcher before it has delivered anything
+NODE_WATCH_SETTLE = 0.2  # after the watcher appears, the wait for its LIST of an empty node set
+NODE_WATCH_FALLBACK = 10.0  # the most readiness waits for kopf's first node event when the sync listed nodes
 
 
 class AccessDeniedError(RuntimeError):
@@ -190,6 +193,9 @@ class ClusterWatcher:
         self.clock = clock
         self.stats = WatchStats()
         self.synced = asyncio.Event()
+        # Set once kopf's node stream has delivered its LIST (see await_node_watch): readiness and the first
+        # scheduling cycle wait for it, as WaitForCacheSync waits for every informer to be watching.
+        self.node_watch_live = asyncio.Event()
         self.registry = kopf.OperatorRegistry()
         self._recording: dict[Key, tuple[str | None, JSON]] | None = None
         self._list_lock = asyncio.Lock()  # one LIST (and its recording) at a time
@@ -207,19 +213,12 @@ class ClusterWatcher:
         async def login(**_: Any) -> kopf.ConnectionInfo:
             return await self.client.connection_info()
 
-        # kopf starts its watchers only once the startup handlers are done: its own node LIST, and the
-        # ADDED event it makes of every node, would otherwise compete with the initial sync for the CPU
-        # (~0.3 s of a 1000-node start) only to repeat what that LIST applies. Nothing is missed: kopf
-        # LISTs before it watches.
-        @kopf.on.startup(registry=registry, id="pyscheduler-wait-for-sync")
-        async def wait_for_sync(**_: Any) -> None:
-            await self.synced.wait()
-
         # Handlers must be `async def`: kopf runs sync handlers in a thread pool, and the core is not
         # thread-safe. `event["object"]` is the raw dict kopf decoded; `body` would only wrap it.
         @kopf.on.event("v1", "nodes", registry=registry, id="pyscheduler-nodes")
         async def on_node(type: str, event: kopf.RawEvent, **_: Any) -> None:
             self._dispatch("nodes", type, dict(event["object"]))
+            self.node_watch_live.set()
 
         # Pods are not kopf's: PodWatch (pod_watch.py) streams them into `_dispatch` itself.
 
@@ -489,13 +488,15 @@ class ClusterWatcher:
 
         kopf logs a watcher that fails (a 4xx such as 403/400, or a non-410 ERROR event) and carries on
         without it: the process would look alive while seeing nothing. Its watcher tasks are named
-        "watcher for nodes.v1@None" etc.; each must appear within `grace` seconds of the initial sync (kopf
-        starts them after it) and stay.
+        "watcher for nodes.v1@None" etc.; each must appear within `grace` seconds of the initial sync and stay.
+        Before that it runs await_node_watch, the readiness gate.
         """
         while not self.synced.is_set():
             if await wait_or_stop(stop, period):
                 return
         started = self.clock()
+        if await self.await_node_watch(stop):
+            return
         seen: set[str] = set()
         missing_rounds = 0
         while not await wait_or_stop(stop, period):
@@ -512,6 +513,50 @@ class ClusterWatcher:
             missing_rounds = missing_rounds + 1 if lost or never else 0
             if missing_rounds >= 3:
                 raise WatchDiedError(f"kopf watch stream(s) not running: {sorted(lost | never)}")
+
+    async def await_node_watch(
+        self,
+        stop: asyncio.Event,
+        *,
+        poll: float = NODE_WATCH_POLL,
+        settle: float = NODE_WATCH_SETTLE,
+        fallback: float = NODE_WATCH_FALLBACK,
+    ) -> bool:
+        """Set `node_watch_live` once kopf's node watch has LISTed; True if stopped first.
+
+        Our node LIST and kopf's are two requests: between them a node created after /readyz said ok would
+        reach the cache only when kopf's LIST and watch got to it, and a pod created just after it would be
+        tried against a node set without it ("no nodes available to schedule pods"). kopf's first node event
+        (listing or watch) means its first LIST page is in; when the sync listed no nodes there is no such
+        event, so the gate opens `settle` seconds after kopf's node watcher task appears (its LIST of nothing
+        is one short request). If nodes were listed but kopf delivers nothing (every one deleted in between)
+        the gate opens after `fallback` seconds, logged, rather than never.
+        """
+        appeared: float | None = None
+        while not self.node_watch_live.is_set():
+            if appeared is None and self._kopf_watching():
+                appeared = self.clock()
+            if appeared is not None:
+                waited = self.clock() - appeared
+                if self.stats.initial_nodes == 0 and waited >= settle:
+                    self.node_watch_live.set()
+                    break
+                if waited >= fallback:
+                    log.warning(
+                        "kopf's node watch delivered no event; readiness no longer waits for it",
+                        extra={"seconds": round(waited, 1), "listedNodes": self.stats.initial_nodes},
+                    )
+                    self.node_watch_live.set()
+                    break
+            if await wait_or_stop(stop, poll):
+                return True
+        return False
+
+    @staticmethod
+    def _kopf_watching() -> bool:
+        """Whether kopf's node watcher task is running (its name is how the watchdog finds it too)."""
+        prefix = f"watcher for {WATCHED[0]}@"
+        return any(not t.done() and t.get_name().startswith(prefix) for t in asyncio.all_tasks())
 
     def last_activity(self) -> float:
         """Clock time of the latest watch event or successful LIST."""
