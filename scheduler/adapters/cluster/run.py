@@ -244,6 +244,8 @@ async def run(
         writer.bind_guard = elector.bind_allowance  # no bind is sent once leadership may be lost
         leader_gate = functools.partial(elector.wait_leading, stop)
     metrics = observer if isinstance(observer, SchedulerMetrics) else SchedulerMetrics(CollectorRegistry())
+    if elector is not None:  # the lease itself, read at scrape time; not when scheduling starts (caches may lag)
+        metrics.leader.set_function(lambda: 1.0 if elector.is_leader() else 0.0)
     client.request_observer = metrics.rest_request
     scheduler = build_scheduler(writer, config, observer=observer or metrics)
     registry = metrics_registry(scheduler, metrics)
@@ -318,7 +320,8 @@ async def run(
             if stop.is_set():
                 return
             health.scheduling_started = True
-            metrics.leader.set(1)
+            if elector is None:  # no lease: this replica leads once it schedules
+                metrics.leader.set(1)
             log.info("starting to schedule", extra={"profiles": sorted(scheduler.profiles)})
             await scheduler.run(stop)
 
@@ -375,7 +378,8 @@ async def run(
             # Still waiting for caches (e.g. a refused LIST) or leadership: no bind to drain, nothing to wait for.
             scheduling_task.cancel()
             await asyncio.gather(scheduling_task, return_exceptions=True)
-        metrics.leader.set(0)
+        if elector is None:
+            metrics.leader.set(0)
         release = elector.release if elector is not None else None
         await _shutdown(scheduler, scheduling_task, writer, tasks, kopf_stop, kopf_task, release)
         with contextlib.suppress(Exception):

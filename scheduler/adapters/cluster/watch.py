@@ -491,9 +491,8 @@ class ClusterWatcher:
         "watcher for nodes.v1@None" etc.; each must appear within `grace` seconds of the initial sync and stay.
         Before that it runs await_node_watch, the readiness gate.
         """
-        while not self.synced.is_set():
-            if await wait_or_stop(stop, period):
-                return
+        if await wait_first(self.synced, stop):
+            return
         started = self.clock()
         if await self.await_node_watch(stop):
             return
@@ -561,6 +560,17 @@ class ClusterWatcher:
     def last_activity(self) -> float:
         """Clock time of the latest watch event or successful LIST."""
         return max(self.stats.last_event, self.stats.last_list)
+
+
+async def wait_first(event: asyncio.Event, stop: asyncio.Event) -> bool:
+    """Wait until `event` or `stop` is set; True when stopped (no polling delay either way)."""
+    waiters = [asyncio.ensure_future(event.wait()), asyncio.ensure_future(stop.wait())]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+    return stop.is_set()
 
 
 async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
