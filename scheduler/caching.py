@@ -109,7 +109,14 @@ def switchable_lru_cache(maxsize: int, typed: bool = False) -> Callable[[Callabl
 
         def call(arg: A, /) -> R:
             if ENABLED:
-                return cached(arg)
+                try:
+                    return cached(arg)
+                except TypeError:
+                    try:
+                        hash(arg)
+                    except TypeError:  # unhashable (a map where a string belongs): fn's own error, as uncached
+                        return fn(arg)
+                    raise
             return fn(arg)
 
         update_wrapper(call, fn)  # sets __wrapped__ = fn

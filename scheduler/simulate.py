@@ -393,6 +393,7 @@ async def simulate_async(
     # load_documents' parse of each pod, trusted only when the caller hands the objects over unchanged.
     parsed: dict[int, PodInfo] = getattr(objects, "parsed", {}) if own_objects and caching.ENABLED else {}
     cluster = MemoryCluster()
+    cluster.settles_synchronously = True  # PreBind never waits real time for the in-memory controllers
     clock = FakeClock()
     scheduler = build_scheduler(cluster, config, clock=clock, seed=seed)
     cluster.attach(scheduler)

@@ -346,9 +346,10 @@ def _spread(errs: _Errors, raw: Any, path: str) -> None:
         if when not in WHEN_UNSATISFIABLE:
             errs.append(not_supported(f"{where}.whenUnsatisfiable", when, WHEN_UNSATISFIABLE))
         pair = (key, when)
-        if pair in seen:
-            errs.append(f"{where}: Duplicate value: {{{quote_value(key)}, {quote_value(when)}}}")
-        seen.add(pair)
+        if isinstance(when, str):  # only a valid value can repeat; a map or list is reported above
+            if pair in seen:
+                errs.append(f"{where}: Duplicate value: {{{quote_value(key)}, {quote_value(when)}}}")
+            seen.add(pair)
         min_domains = errs.integer(constraint.get("minDomains"), f"{where}.minDomains")
         if min_domains is not None:
             if min_domains <= 0:

@@ -450,3 +450,19 @@ def test_the_environment_variable_disables_caches_for_a_whole_process(value: str
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(enabled)
+
+
+@pytest.mark.parametrize("raw", [{"a": 1}, ["1Gi"], {"1Gi"}], ids=["map", "list", "set"])
+def test_an_unhashable_argument_gets_the_functions_own_error_with_caches_on(raw: Any) -> None:
+    """A map where a quantity belongs: the lru_cache's hashing must not replace the parser's message with
+    "unhashable type" (the two modes gave users different messages); hashable input still goes through the cache."""
+    messages = []
+    for switch in (caching.caches_disabled, caching.caches_enabled):
+        with switch(), pytest.raises(quantity.QuantityError) as err:
+            quantity.milli_value_of(raw)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] == f"quantity must be a string or number, got {type(raw).__name__}"
+    with caching.caches_enabled():
+        quantity.milli_value_of("1Gi")
+        quantity.milli_value_of("1Gi")
+        assert quantity.milli_value_of.cache_info().hits >= 1

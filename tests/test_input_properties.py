@@ -20,7 +20,10 @@ from scheduler.cli import main
 from scheduler.config.errors import ConfigError
 from scheduler.core.profile import load_file
 
-pytestmark = pytest.mark.timeout(300)
+# The thread method: a hang inside hypothesis must end the run with every stack dumped. With the signal
+# method the alarm fails the example once, hypothesis replays it to shrink, and the replay hangs unwatched
+# (that is how a hanging volume simulation went unnoticed until it stalled a whole local run).
+pytestmark = pytest.mark.timeout(300, method="thread")
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 # PYSCHEDULER_FUZZ_EXAMPLES raises the number of examples for a long run (1500 each: ~90 s, all passed).

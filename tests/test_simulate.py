@@ -154,6 +154,22 @@ def test_volumes_story() -> None:
     ]
 
 
+def test_a_malformed_pv_fails_its_own_class_and_does_not_stall_provisioning() -> None:
+    """Found by test_input_properties: local-pv-a's capacity a map instead of a quantity. The local-storage pods
+    fail with a message naming the field; the provisioning claim of another class is still provisioned (the
+    in-memory PV controller used to stop matching at the unreadable PV, and PreBind then polled for
+    bindTimeoutSeconds, 600 s of real time, before the simulation could end)."""
+    path = EXAMPLES / "volumes.yaml"
+    objects = load_documents(path.read_text(encoding="utf-8"), str(path))
+    for obj in objects:
+        if obj["kind"] == "PersistentVolume" and obj["metadata"]["name"] == "local-pv-a":
+            obj["spec"]["capacity"]["storage"] = {"not": "a quantity"}
+    result = simulate(objects)
+    assert _placements(result)["shop/cache-0"] in ("node-a", "node-b")
+    bad = "PersistentVolume local-pv-a spec.capacity.storage: quantity must be a string or number, got dict"
+    assert _messages(result)["shop/db-0"] == f'running "VolumeBinding" filter plugin: {bad}'
+
+
 def test_json_output_shape(capsys: pytest.CaptureFixture[str]) -> None:
     """--output json prints exactly {"pods": [{"namespace","name","node","message","preemptedBy"}],
     "preemptions": [...]}."""

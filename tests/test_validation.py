@@ -100,6 +100,11 @@ def container(**fields: Any) -> list[JSON]:
             'whenUnsatisfiable: Unsupported value: "Sometimes"',
             id="when-unsatisfiable",
         ),
+        pytest.param(  # found by test_input_properties: a list there made the duplicate check raise TypeError
+            make_pod("p").spread_constraint(1, "zone", when_unsatisfiable=[]).obj(),  # type: ignore[arg-type]
+            "whenUnsatisfiable: Unsupported value: []",
+            id="when-unsatisfiable-list",
+        ),
         pytest.param(pod(priority=2**40), "must be a 32-bit integer", id="priority-range"),
         pytest.param(pod(nodeSelector={"zone": ["a"]}), "spec.nodeSelector[zone]: Invalid value", id="selector-type"),
         pytest.param(pod(containers={"name": "c"}), "spec.containers: Invalid value", id="containers-type"),

@@ -88,6 +88,11 @@ class MemoryCluster:
         self._resource_version = 0
         # Set to False to act as a cluster whose provisioner never answers (tests of bindTimeoutSeconds).
         self.provisioning = True
+        # True: VolumeBinding's PreBind checks its claims once after its writes instead of polling for
+        # bindTimeoutSeconds. The controllers here act inside each write, so what is unbound then stays so
+        # (no later object arrives while a simulation waits for the cycle); the pod gets the message the
+        # timeout would give ("binding volumes: context deadline exceeded") without 600 s of waiting.
+        self.settles_synchronously = False
 
     def attach(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
@@ -387,7 +392,9 @@ class VolumeController:
         selected = st.annotations_of(pvc).get(st.ANN_SELECTED_NODE)
         if delayed and selected is None:
             return False  # waits for the first consumer
-        volumes = [pv for pv in self._volumes() if st.access_modes_satisfied(pvc, pv)]
+        # A PV whose fields cannot be read (a hand-written dump) binds to nothing; it must not stop the
+        # matching, nor the provisioning, of every other claim.
+        volumes = [pv for pv in self._volumes() if _readable(pv) and st.access_modes_satisfied(pvc, pv)]
         try:
             pv = st.find_matching_volume(pvc, volumes, None, {}, delayed)
         except st.StorageError:
@@ -452,3 +459,12 @@ class VolumeController:
         new = copy.deepcopy(pv)
         new.setdefault("status", {})["phase"] = phase
         self.cluster.write_object(new)
+
+
+def _readable(pv: JSON) -> bool:
+    """Whether the matcher can read the PV's facts (capacity, claimRef, affinity...)."""
+    try:
+        st.volume_facts(pv)
+    except st.StorageError:
+        return False
+    return True

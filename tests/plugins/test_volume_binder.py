@@ -1416,6 +1416,23 @@ async def test_binding_timeout_message() -> None:
         await env.binder.bind_pod_volumes(pod_with([]), PodVolumes([binding], []))
 
 
+@pytest.mark.parametrize("settles", [True, False], ids=["settles-synchronously", "polls"])
+async def test_a_writer_that_settles_synchronously_is_checked_once(settles: bool) -> None:
+    """The in-memory cluster's controllers act inside each write (simulate): PreBind checks once and fails at
+    once with the timeout's message instead of polling for bindTimeoutSeconds; a claim bound by the writes
+    succeeds either way. Any other writer is polled until the timeout."""
+    env = Env()
+    env.nodes(node1)
+    env.init([pv_node1a, unbound_pvc])
+    binding = _binding(unbound_pvc, pv_node1a_bound)
+    env.binder.pv_cache.assume(binding.pv)
+    env.binder.bind_timeout = 3600.0 if settles else 0.2
+    env.api.settles_synchronously = settles  # type: ignore[attr-defined]
+    with pytest.raises(st.StorageError, match=r"^binding volumes: context deadline exceeded$"):
+        await asyncio.wait_for(env.binder.bind_pod_volumes(pod_with([]), PodVolumes([binding], [])), 30)
+    assert [w["metadata"]["name"] for w in env.api.writes] == ["pv-node1a"], "the PV write happens first"
+
+
 async def test_provisioning_failure_message() -> None:
     """A provisioner that drops selected-node: `binding volumes: provisioning failed for PVC "<name>"`."""
     env = Env()
