@@ -94,6 +94,20 @@ async def test_the_gate_never_waits_forever(watcher: ClusterWatcher, caplog: pyt
     await kopf_task
 
 
+async def test_the_gate_opens_after_the_fallback_even_without_kopfs_watcher(
+    watcher: ClusterWatcher, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No watcher task at all (kopf renamed it, or it never started): readiness does not wait forever (the
+    watchdog is what ends such a process)."""
+    watcher.synced.set()
+    watcher.stats.initial_nodes = 0
+    stop = asyncio.Event()
+    assert await asyncio.wait_for(watcher.await_node_watch(stop, poll=POLL, fallback=FALLBACK), 5) is False
+    assert watcher.node_watch_live.is_set()
+    (record,) = [r for r in caplog.records if "kopf's node watch delivered no event" in r.getMessage()]
+    assert record.__dict__["watcherRunning"] is False
+
+
 async def test_stop_ends_the_wait(watcher: ClusterWatcher) -> None:
     watcher.synced.set()
     stop = asyncio.Event()

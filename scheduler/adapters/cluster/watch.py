@@ -528,25 +528,29 @@ class ClusterWatcher:
         tried against a node set without it ("no nodes available to schedule pods"). kopf's first node event
         (listing or watch) means its first LIST page is in; when the sync listed no nodes there is no such
         event, so the gate opens `settle` seconds after kopf's node watcher task appears (its LIST of nothing
-        is one short request). If nodes were listed but kopf delivers nothing (every one deleted in between)
-        the gate opens after `fallback` seconds, logged, rather than never.
+        is one short request). If kopf delivers nothing (every listed node deleted in between, or its watcher
+        not running) the gate opens `fallback` seconds after the sync, logged, rather than never.
         """
+        start = self.clock()
         appeared: float | None = None
         while not self.node_watch_live.is_set():
+            now = self.clock()
             if appeared is None and self._kopf_watching():
-                appeared = self.clock()
-            if appeared is not None:
-                waited = self.clock() - appeared
-                if self.stats.initial_nodes == 0 and waited >= settle:
-                    self.node_watch_live.set()
-                    break
-                if waited >= fallback:
-                    log.warning(
-                        "kopf's node watch delivered no event; readiness no longer waits for it",
-                        extra={"seconds": round(waited, 1), "listedNodes": self.stats.initial_nodes},
-                    )
-                    self.node_watch_live.set()
-                    break
+                appeared = now
+            if appeared is not None and self.stats.initial_nodes == 0 and now - appeared >= settle:
+                self.node_watch_live.set()
+                break
+            if now - start >= fallback:  # the watchdog ends the process if kopf's watcher never shows up
+                log.warning(
+                    "kopf's node watch delivered no event; readiness no longer waits for it",
+                    extra={
+                        "seconds": round(now - start, 1),
+                        "listedNodes": self.stats.initial_nodes,
+                        "watcherRunning": appeared is not None,
+                    },
+                )
+                self.node_watch_live.set()
+                break
             if await wait_or_stop(stop, poll):
                 return True
         return False
