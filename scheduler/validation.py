@@ -453,6 +453,10 @@ def validate(obj: Mapping[str, Any], namespaced: bool = True) -> list[str]:
     _metadata(errs, obj, namespaced)
     if kind == "Pod":
         _pod_spec(errs, obj.get("spec"), "spec")
+        status = errs.mapping(obj.get("status"), "status")  # the scheduler writes conditions into it
+        if status:
+            for i, condition in enumerate(errs.items(status.get("conditions"), "status.conditions")):
+                errs.mapping(condition, f"status.conditions[{i}]")
     elif kind == "Node":
         _node(errs, obj)
     elif kind == "DaemonSet":

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduler.adapters.memory import MemoryCluster
 from scheduler.cli import main
 from scheduler.simulate import InputError, SimulationResult, load_documents, render_table, simulate
 from scheduler.testing import make_node, make_pod
@@ -388,6 +389,23 @@ def test_preemption_story_shows_who_evicted_whom(capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert code == 0
     assert "shop/payments evicted shop/batch-b3, shop/batch-b4 from node-b" in out
+
+
+def test_a_preemption_that_always_fails_cannot_keep_a_simulation_busy(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by test_input_properties (a victim whose status was a list): a failed preemption re-activates its
+    preemptor at once, as upstream's does, and without a clock that retry loop never idled. run_until_idle now
+    gives up after SPIN_BUDGET attempts per queued pod without a binding: the preemptor stays pending."""
+
+    async def refuse(self: MemoryCluster, victim: Any, message: str) -> bool:
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(MemoryCluster, "patch_disruption_target", refuse)
+    result = _run_example("preemption.yaml")
+    assert _placements(result) == {"shop/reports": None, "shop/payments": None}
+    assert result.preemptions == []
+    assert "simulation stopped retrying" in caplog.text
 
 
 def test_a_pod_placed_earlier_and_then_evicted_is_reported_as_preempted() -> None:

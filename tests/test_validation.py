@@ -106,6 +106,12 @@ def container(**fields: Any) -> list[JSON]:
             id="when-unsatisfiable-list",
         ),
         pytest.param(pod(priority=2**40), "must be a 32-bit integer", id="priority-range"),
+        pytest.param(  # found by test_input_properties: the in-memory cluster's condition write raised on it
+            {**pod(), "status": [1, 2]}, "status: Invalid value: [1,2]: must be an object", id="pod-status-type"
+        ),
+        pytest.param(
+            {**pod(), "status": {"conditions": {"type": "Ready"}}}, "status.conditions: Invalid value", id="conditions"
+        ),
         pytest.param(pod(nodeSelector={"zone": ["a"]}), "spec.nodeSelector[zone]: Invalid value", id="selector-type"),
         pytest.param(pod(containers={"name": "c"}), "spec.containers: Invalid value", id="containers-type"),
         pytest.param(

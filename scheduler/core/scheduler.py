@@ -44,6 +44,7 @@ log = logging.getLogger("pyscheduler.scheduler")
 __all__ = ["ADDED", "DELETED", "MODIFIED", "TERMINAL_PHASES", "Deleted", "Scheduler", "SchedulerHandle", "Suspects"]
 
 LEFTOVER_FLUSH_PERIOD = 30.0
+SPIN_BUDGET = 100  # run_until_idle: attempts per queued pod, without a binding, before it gives up
 
 
 class _Binder:
@@ -481,13 +482,25 @@ class Scheduler:
         Rejected pods wait in the unschedulable queue for a cluster event, as in a live cluster. Pods in
         backoff are retried by advancing the (fake) clock through `advance`; after `max_idle_rounds`
         advances without a single successful binding the remaining pods are left pending, so pods that
-        fail with an Error every time cannot keep the loop alive.
+        fail with an Error every time cannot keep the loop alive. A pod re-activated at once after each
+        failed attempt (a preemption whose API call keeps failing is retried at once, as upstream does) would
+        keep the queue busy forever without a clock: after SPIN_BUDGET attempts per queued pod with no
+        binding the remaining pods are left pending too, with a warning.
         """
         idle_rounds = 0
         last_bound = self.bound_count
+        spins, spin_bound = 0, self.bound_count
         while True:
             if await self._schedule_next():
                 await self.drain()
+                spins = 0 if self.bound_count != spin_bound else spins + 1
+                spin_bound = self.bound_count
+                if spins > SPIN_BUDGET * (sum(self.queue.pending().values()) + 1):
+                    log.warning(
+                        "simulation stopped retrying: scheduling attempts keep failing without any binding",
+                        extra={"attempts": spins, "pending": self.queue.pending()},
+                    )
+                    return
                 continue
             await self.drain()
             if self.queue.pending().get("active", 0):
