@@ -58,7 +58,7 @@ Key = tuple[str, str]  # ("nodes", name) or ("pods", uid)
 WATCHED = ("nodes.v1",)  # how kopf names the resources in its watcher task names (pods: PodWatch)
 NODE_WATCH_POLL = 0.05  # how often readiness looks for kopf's node watcher before it has delivered anything
 NODE_WATCH_SETTLE = 0.2  # after the watcher appears, the wait for its LIST of an empty node set
-NODE_WATCH_FALLBACK = 10.0  # the most readiness waits for kopf's first node event when the sync listed nodes
+NODE_WATCH_FALLBACK = 10.0  # the most readiness waits for kopf's node watch after the sync (logged when it gives up)
 
 
 class AccessDeniedError(RuntimeError):
