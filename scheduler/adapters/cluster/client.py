@@ -456,6 +456,17 @@ async def _cancel(future: asyncio.Future[Any] | None) -> None:
         future.exception()  # mark a failed prefetch as retrieved
 
 
+async def wait_first(event: asyncio.Event, stop: asyncio.Event) -> bool:
+    """Wait until `event` or `stop` is set, without polling; True when stopped."""
+    waiters = [asyncio.ensure_future(event.wait()), asyncio.ensure_future(stop.wait())]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+    return stop.is_set()
+
+
 # --------------------------------------------------------------------------------------------- paths, times
 
 

@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol
 from urllib.parse import quote
 
-from scheduler.adapters.cluster.client import ApiError, KubeClient, TokenBucket, micro_time
+from scheduler.adapters.cluster.client import ApiError, KubeClient, TokenBucket, micro_time, wait_first
 from scheduler.config.types import LeaderElection
 from scheduler.core.api import BindError
 
@@ -269,13 +269,7 @@ class LeaseElector:
 
     async def wait_leading(self, stop: asyncio.Event) -> None:
         """Return once we lead, or once `stop` is set (the scheduling loop's LeaderGate)."""
-        leading = asyncio.ensure_future(self.leading.wait())
-        stopped = asyncio.ensure_future(stop.wait())
-        try:
-            await asyncio.wait({leading, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            leading.cancel()
-            stopped.cancel()
+        await wait_first(self.leading, stop)
 
     def describe(self) -> dict[str, Any]:
         """For the debug endpoint and logs."""

@@ -33,7 +33,7 @@ from typing import Any
 
 import kopf
 
-from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient, pod_path
+from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient, pod_path, wait_first
 from scheduler.adapters.cluster.streaming import WatchDiedError
 from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core import gc_policy
@@ -499,13 +499,7 @@ class ClusterWatcher:
         seen: set[str] = set()
         missing_rounds = 0
         while not await wait_or_stop(stop, period):
-            alive = {
-                resource
-                for task in asyncio.all_tasks()
-                if not task.done() and task.get_name().startswith("watcher for ")
-                for resource in WATCHED
-                if task.get_name().startswith(f"watcher for {resource}@")
-            }
+            alive = _kopf_watchers()
             seen |= alive
             lost = seen - alive
             never = set(WATCHED) - seen if self.clock() - started > grace else set()
@@ -535,7 +529,7 @@ class ClusterWatcher:
         appeared: float | None = None
         while not self.node_watch_live.is_set():
             now = self.clock()
-            if appeared is None and self._kopf_watching():
+            if appeared is None and WATCHED[0] in _kopf_watchers():
                 appeared = now
             if appeared is not None and self.stats.initial_nodes == 0 and now - appeared >= settle:
                 self.node_watch_live.set()
@@ -555,26 +549,20 @@ class ClusterWatcher:
                 return True
         return False
 
-    @staticmethod
-    def _kopf_watching() -> bool:
-        """Whether kopf's node watcher task is running (its name is how the watchdog finds it too)."""
-        prefix = f"watcher for {WATCHED[0]}@"
-        return any(not t.done() and t.get_name().startswith(prefix) for t in asyncio.all_tasks())
-
     def last_activity(self) -> float:
         """Clock time of the latest watch event or successful LIST."""
         return max(self.stats.last_event, self.stats.last_list)
 
 
-async def wait_first(event: asyncio.Event, stop: asyncio.Event) -> bool:
-    """Wait until `event` or `stop` is set; True when stopped (no polling delay either way)."""
-    waiters = [asyncio.ensure_future(event.wait()), asyncio.ensure_future(stop.wait())]
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
-    return stop.is_set()
+def _kopf_watchers() -> set[str]:
+    """The resources of WATCHED whose kopf watcher task is running ("watcher for nodes.v1@None")."""
+    return {
+        resource
+        for task in asyncio.all_tasks()
+        if not task.done() and task.get_name().startswith("watcher for ")
+        for resource in WATCHED
+        if task.get_name().startswith(f"watcher for {resource}@")
+    }
 
 
 async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
