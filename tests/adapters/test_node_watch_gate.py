@@ -50,15 +50,18 @@ def _ready_failure(watcher: ClusterWatcher) -> str | None:
     return health.ready_checks()["informer-sync"]
 
 
-async def test_an_empty_listing_opens_the_gate_only_after_kopfs_watcher_appears(watcher: ClusterWatcher) -> None:
+async def test_an_empty_listing_opens_the_gate_only_after_kopfs_watcher_and_login(watcher: ClusterWatcher) -> None:
     watcher.synced.set()
     watcher.stats.initial_nodes = 0
     stop = asyncio.Event()
-    gate = asyncio.create_task(watcher.await_node_watch(stop, poll=POLL, settle=SETTLE, fallback=FALLBACK))
+    gate = asyncio.create_task(watcher.await_node_watch(stop, poll=POLL, settle=SETTLE, fallback=10.0))
     await asyncio.sleep(5 * SETTLE)
     assert not watcher.node_watch_live.is_set(), "opened before kopf's node watcher existed"
     assert _ready_failure(watcher) == "caches not synced yet: node watch"
     kopf_task = await _kopf_watcher(stop)
+    await asyncio.sleep(5 * SETTLE)
+    assert not watcher.node_watch_live.is_set(), "opened before kopf had credentials (its LIST waits for them)"
+    watcher.kopf_logged_in = watcher.clock()
     assert await asyncio.wait_for(gate, 5) is False
     assert watcher.node_watch_live.is_set()
     assert _ready_failure(watcher) is None
@@ -116,3 +119,13 @@ async def test_stop_ends_the_wait(watcher: ClusterWatcher) -> None:
     stop.set()
     assert await asyncio.wait_for(gate, 5) is True
     assert not watcher.node_watch_live.is_set()
+
+
+async def test_kopfs_login_is_recorded(watcher: ClusterWatcher) -> None:
+    """The gate's anchor for an empty listing: the time kopf got its credentials from our login handler."""
+    (handler,) = [h for h in watcher.registry._activities.get_all_handlers() if h.id == "pyscheduler-login"]
+    fn: Any = handler.fn
+    assert watcher.kopf_logged_in == 0
+    info = await fn()
+    assert info.server == "https://127.0.0.1:9"
+    assert watcher.kopf_logged_in > 0

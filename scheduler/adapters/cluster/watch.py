@@ -57,7 +57,7 @@ FORBIDDEN_ATTEMPTS = 3
 Key = tuple[str, str]  # ("nodes", name) or ("pods", uid)
 WATCHED = ("nodes.v1",)  # how kopf names the resources in its watcher task names (pods: PodWatch)
 NODE_WATCH_POLL = 0.05  # how often readiness looks for kopf's node watcher before it has delivered anything
-NODE_WATCH_SETTLE = 0.2  # after the watcher appears, the wait for its LIST of an empty node set
+NODE_WATCH_SETTLE = 0.5  # after the watcher appears and kopf logged in, the wait for its LIST of no nodes
 NODE_WATCH_FALLBACK = 10.0  # the most readiness waits for kopf's node watch after the sync (logged when it gives up)
 
 
@@ -196,6 +196,7 @@ class ClusterWatcher:
         # Set once kopf's node stream has delivered its LIST (see await_node_watch): readiness and the first
         # scheduling cycle wait for it, as WaitForCacheSync waits for every informer to be watching.
         self.node_watch_live = asyncio.Event()
+        self.kopf_logged_in = 0.0  # clock time kopf first got its credentials (0: not yet)
         self.registry = kopf.OperatorRegistry()
         self._recording: dict[Key, tuple[str | None, JSON]] | None = None
         self._list_lock = asyncio.Lock()  # one LIST (and its recording) at a time
@@ -211,7 +212,9 @@ class ClusterWatcher:
 
         @kopf.on.login(registry=registry, id="pyscheduler-login")
         async def login(**_: Any) -> kopf.ConnectionInfo:
-            return await self.client.connection_info()
+            info = await self.client.connection_info()
+            self.kopf_logged_in = self.kopf_logged_in or self.clock()  # kopf's requests wait for this
+            return info
 
         # Handlers must be `async def`: kopf runs sync handlers in a thread pool, and the core is not
         # thread-safe. `event["object"]` is the raw dict kopf decoded; `body` would only wrap it.
@@ -521,9 +524,10 @@ class ClusterWatcher:
         reach the cache only when kopf's LIST and watch got to it, and a pod created just after it would be
         tried against a node set without it ("no nodes available to schedule pods"). kopf's first node event
         (listing or watch) means its first LIST page is in; when the sync listed no nodes there is no such
-        event, so the gate opens `settle` seconds after kopf's node watcher task appears (its LIST of nothing
-        is one short request). If kopf delivers nothing (every listed node deleted in between, or its watcher
-        not running) the gate opens `fallback` seconds after the sync, logged, rather than never.
+        event, so the gate opens `settle` seconds after kopf's node watcher task is there and kopf has its
+        credentials (its LIST waits for them; then a LIST of nothing is one short request). If kopf delivers
+        nothing (every listed node deleted in between, or its watcher not running) the gate opens `fallback`
+        seconds after the sync, logged, rather than never.
         """
         start = self.clock()
         appeared: float | None = None
@@ -531,7 +535,9 @@ class ClusterWatcher:
             now = self.clock()
             if appeared is None and WATCHED[0] in _kopf_watchers():
                 appeared = now
-            if appeared is not None and self.stats.initial_nodes == 0 and now - appeared >= settle:
+            kopf_ready = appeared is not None and self.kopf_logged_in > 0
+            since = max(appeared or 0.0, self.kopf_logged_in)
+            if kopf_ready and self.stats.initial_nodes == 0 and now - since >= settle:
                 self.node_watch_live.set()
                 break
             if now - start >= fallback:  # the watchdog ends the process if kopf's watcher never shows up
