@@ -71,6 +71,7 @@ from scheduler.framework.interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
     WaitingPodView,
 )
 from scheduler.framework.labels import Selector, SelectorError, compile_label_selector, selector_from_set
@@ -128,6 +129,7 @@ __all__ = [
     "ScorePlugin",
     "Selector",
     "SelectorError",
+    "SignPlugin",
     "Status",
     "Taint",
     "Toleration",

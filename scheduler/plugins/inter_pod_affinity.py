@@ -52,6 +52,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.labels import (
     NOTHING,
@@ -809,11 +810,13 @@ def describe_term(t: AffinityTerm) -> str:
 
 
 class InterPodAffinity(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions, SignPlugin
 ):
     """Filters on required pod (anti-)affinity, both the incoming pod's and existing pods'; scores preferred."""
 
     name: ClassVar[str] = NAME
+    # Counts existing pods' terms over the cluster's nodes: kept results only where it was skipped.
+    sign_reads_cluster: ClassVar[bool] = True
     has_normalize: ClassVar[bool] = True
     object_kinds: ClassVar[tuple[str, ...]] = (NAMESPACE,)
 

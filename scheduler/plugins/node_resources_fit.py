@@ -34,6 +34,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.labels import label_key_errors
 from scheduler.framework.status import Code, Status, error_status
@@ -45,6 +46,7 @@ from scheduler.framework.types import (
     PodInfo,
     is_scalar_resource_name,
     memo_lookup,
+    requests_fragment,
 )
 
 NAME: Final = "NodeResourcesFit"
@@ -530,7 +532,7 @@ def _lowering(resource: str, amount: int) -> Callable[[PodInfo], PodInfo]:
 
 
 class NodeResourcesFit(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions, SignPlugin
 ):
     """Checks that a node has room for the pod's requests and scores nodes by a scoring strategy."""
 
@@ -546,6 +548,10 @@ class NodeResourcesFit(
         self._strategy = strategy.type
         self._resources = strategy.resources
         self._shape_table = broken_linear(strategy.shape) if strategy.shape else []
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Any, ...]:
+        """The pod's requests (upstream ResourcesSignerName)."""
+        return requests_fragment(pod)
 
     # -- PreFilter / Filter ------------------------------------------------------------------------------
 
