@@ -184,9 +184,8 @@ class SchedulingAlgorithm:
         if not fwk.has_score_plugins():
             num_to_find = 1
         start = self.next_start_node_index % num_all
-        ordered = nodes[start:] + nodes[:start] if start else nodes
         if not fwk.has_filter_plugins():
-            return ordered[:num_to_find]
+            return _rotated(nodes, start, 0, num_to_find)
 
         run = self.shape_results(fwk).filter_run(state, pod)
         t0 = time.perf_counter()
@@ -199,7 +198,7 @@ class SchedulingAlgorithm:
             while pos < num_all and len(feasible) < num_to_find:
                 # Batches as large as the remaining need; a small floor keeps mostly-full clusters fast.
                 need = num_to_find - len(feasible)
-                chunk = ordered[pos : pos + max(need, 64)]
+                chunk = _rotated(nodes, start, pos, max(need, 64))
                 results, err = run(state, pod, chunk)
                 if err is not None:
                     code = Code.ERROR
@@ -256,6 +255,21 @@ class SchedulingAlgorithm:
             return nodes[totals.index(best)].name
         winners = list(compress(range(len(totals)), map(best.__eq__, totals)))  # the positions of the ties
         return nodes[winners[self.rng.randrange(ties)]].name
+
+
+def _rotated(nodes: list[NodeInfo], start: int, pos: int, size: int) -> list[NodeInfo]:
+    """`(nodes[start:] + nodes[:start])[pos : pos + size]` without building the rotated list (a pass over
+    every node of the cluster each cycle)."""
+    n = len(nodes)
+    count = min(pos + size, n) - pos
+    if count <= 0:
+        return []
+    first = start + pos
+    if first >= n:
+        first -= n
+    if first + count <= n:
+        return nodes[first : first + count]
+    return nodes[first:] + nodes[: first + count - n]
 
 
 def log_scores(pod: PodInfo, nodes: list[NodeInfo], result: ScoreResult) -> None:
