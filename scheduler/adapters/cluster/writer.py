@@ -145,7 +145,9 @@ class ClusterWriter:
         self._max_queued_events = max_queued_events
         self._events: collections.deque[_Write] = collections.deque()
         self._status: collections.OrderedDict[str, _Write] = collections.OrderedDict()
-        self._ready = asyncio.Event()
+        # Idle workers, each waiting on its own future: a queued write wakes one of them, not all (an Event
+        # would wake every worker for every event, and all but one would go back to sleep).
+        self._sleeping: collections.deque[asyncio.Future[None]] = collections.deque()
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -514,7 +516,11 @@ class ClusterWriter:
         self._wake()
 
     def _wake(self) -> None:
-        self._ready.set()
+        while self._sleeping:
+            waiter = self._sleeping.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     # ------------------------------------------------------------------ workers
 
@@ -534,8 +540,13 @@ class ClusterWriter:
             if write is None:
                 if not self._in_flight:
                     self._idle.set()
-                self._ready.clear()
-                await self._ready.wait()
+                waiter = asyncio.get_running_loop().create_future()
+                self._sleeping.append(waiter)
+                try:
+                    await waiter
+                finally:
+                    if not waiter.done():
+                        waiter.cancel()
                 continue
             self._in_flight += 1
             settled = None
