@@ -14,10 +14,12 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-from scheduler.framework.types import CPU, MEMORY, compute_pod_requests
+from scheduler.framework.types import CPU, MEMORY, REGION_LABEL, ZONE_LABEL, compute_pod_requests
 
 JSON = dict[str, Any]
 
+# The PodTopologyLabels admission plugin's default label set (PodTopologyLabelsAdmission, beta, on in v1.37).
+POD_TOPOLOGY_LABELS: Final = (ZONE_LABEL, REGION_LABEL)
 REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
 
@@ -193,11 +195,31 @@ def default_pod_level_requests(pod: JSON) -> JSON:
     return out
 
 
-def admit_pod(pod: JSON) -> JSON:
-    """The pod as the API server would store it on create; pods that were created are returned unchanged."""
+def copy_topology_labels(pod: JSON, node: Mapping[str, Any] | None) -> None:
+    """PodTopologyLabels admission: a pod bound to a node (pods/binding, or created with spec.nodeName) gets
+    the node's topology.kubernetes.io/zone and /region labels, overwriting its own. The API server does it for
+    every scheduler's bindings; the in-memory cluster and simulate's admission do it the same way."""
+    node_labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    found = {k: node_labels[k] for k in POD_TOPOLOGY_LABELS if k in node_labels}
+    if found:
+        pod.setdefault("metadata", {}).setdefault("labels", {}).update(found)
+
+
+def admit_pod(pod: JSON, nodes: Mapping[str, Mapping[str, Any]] | None = None) -> JSON:
+    """The pod as the API server would store it on create; pods that were created are returned unchanged.
+
+    `nodes` (name -> Node) are the nodes that exist at that moment: a pod created with spec.nodeName gets its
+    node's topology labels."""
     if was_created(pod):
         return pod
     pod = default_pod_level_requests(drop_disabled_fields(pod))
+    spec = pod.get("spec")
+    node_name = spec.get("nodeName") if isinstance(spec, Mapping) else None
+    if nodes and isinstance(node_name, str) and node_name in nodes:
+        labels = ((nodes[node_name].get("metadata") or {}).get("labels") or {})
+        if any(k in labels for k in POD_TOPOLOGY_LABELS):
+            pod = copy.deepcopy(pod)
+            copy_topology_labels(pod, nodes[node_name])
     spec = pod.get("spec")
     if isinstance(spec, Mapping) and spec.get("topologySpreadConstraints"):
         pod = copy.deepcopy(pod)

@@ -21,7 +21,9 @@ from tests.e2e.kube import (
     JSON,
     PAUSE_IMAGE,
     failed_scheduling_note,
+    get_pod,
     request_json,
+    status_condition,
     unschedulable_message,
     wait_for_pod_bound,
 )
@@ -93,6 +95,10 @@ async def test_declared_features_story_equals_upstream_kube_scheduler(
     assert messages["py"] == messages["up"], messages
     assert notes["py"] == notes["up"], notes
     assert messages["py"] == notes["py"] == PINNED_MESSAGE
+    conditions = {s: status_condition(await get_pod(api_client, namespace, f"pinned-{s}"), "PodScheduled")
+                  for s in SCHEDULERS}
+    # PodObservedGenerationTracking (GA): both report the generation of the spec they evaluated.
+    assert {s: (c or {}).get("observedGeneration") for s, c in conditions.items()} == {"up": 1, "py": 1}
     await _declare(api_client, n2, FEATURE)
     for suffix in SCHEDULERS:
         pod = await wait_for_pod_bound(api_client, namespace, f"pinned-{suffix}", within=60)
