@@ -307,3 +307,15 @@ def test_the_default_profile_reuses_results_and_binds_as_without_caches(
                 (shapes,) = sched.algorithm.shapes.values()
                 assert shapes.enabled and shapes.stats["filter_reused"] > 0 and shapes.stats["score_reused"] > 0
     assert bindings[0] == bindings[1]
+
+
+def test_every_plugin_of_the_default_profile_signs() -> None:
+    """The default profile's pods are signable: an in-tree PreFilter/Filter/PreScore/Score plugin without
+    sign_pod would silently turn the kept results off for every pod (give it one: SignPlugin)."""
+    sched = build_scheduler(MemoryCluster(), clock=FakeClock(), seed=1)
+    (fwk,) = sched.profiles.values()
+    unsigned = [
+        p.name for p in (*fwk.pre_filter, *fwk.filter, *fwk.pre_score, *fwk.score) if not isinstance(p, SignPlugin)
+    ]
+    assert unsigned == []
+    assert ShapeResults(fwk).enabled
