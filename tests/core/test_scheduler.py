@@ -509,3 +509,27 @@ async def test_an_unanswered_bind_the_watch_already_confirmed_is_a_success() -> 
     assert env.scheduler.unconfirmed_binds == {} and uid not in env.scheduler.pending
     held = env.scheduler.cache.get_pod(uid)
     assert held is not None and held.node_name == "a"
+
+
+@pytest.mark.parametrize(
+    ("version", "label", "touched"),
+    [
+        pytest.param("7", "a", False, id="the-version-the-cache-holds-is-a-no-op"),
+        pytest.param("8", "a", True, id="a-new-version-is-applied"),
+        pytest.param("8", "b", True, id="a-new-version-with-a-change-is-applied"),
+    ],
+)
+def test_a_node_event_of_the_version_the_cache_holds_changes_nothing(version: str, label: str, touched: bool) -> None:
+    """kopf's node LIST replays every node the initial sync applied: the same resourceVersion neither touches
+    the node (which would re-clone it into the snapshot and drop every result kept for it) nor moves pods."""
+    sched = build_scheduler(MemoryCluster(), clock=FakeClock(), seed=1)
+    node = make_node("n1").labels(group="a").obj()
+    node["metadata"]["resourceVersion"] = "7"
+    sched.on_node_event(None, node)
+    before = sched.cache.generation
+    again = make_node("n1").labels(group=label).obj()
+    again["metadata"]["resourceVersion"] = version
+    sched.on_node_event("ADDED", again)
+    assert (sched.cache.generation != before) is touched
+    held = sched.cache.get_node("n1")
+    assert held is not None and held.node is not None and held.node.labels["group"] == label
