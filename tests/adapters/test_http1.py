@@ -175,3 +175,20 @@ async def test_a_cancelled_request_does_not_leave_its_connection_in_the_pool(ser
     assert (await pool.request("POST", "/", {}, b"y")).body == b"y"
     assert pool.opened == 2
     await pool.close()
+
+
+async def test_connections_idle_too_long_are_closed_when_another_comes_back(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst opens several connections; those left idle past IDLE_SECONDS are closed (not kept half-open)
+    as soon as a request returns its connection, and the pool keeps the one in use."""
+    import scheduler.adapters.cluster.http1 as http1
+
+    pool = _pool(server)
+    await asyncio.gather(*(pool.request("POST", "/", {}, b"%d" % i) for i in range(4)))
+    assert len(pool._idle) == 4
+    monkeypatch.setattr(http1, "IDLE_SECONDS", 0.05)
+    await asyncio.sleep(0.1)
+    await pool.request("POST", "/", {}, b"x")
+    assert len(pool._idle) == 1
+    await pool.close()

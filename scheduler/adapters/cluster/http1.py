@@ -7,12 +7,13 @@ This client writes the request in one buffer and reads the answer with an asynci
 (rate limits, retries, timeouts, metrics, error mapping) stays in `KubeClient.request`, which uses it only
 for the requests that ask for it, without a proxy (`KubeClient._lean_pool`).
 
-What it speaks: requests with a Content-Length body; answers with Content-Length, chunked or
-read-until-close bodies; `Connection: close`. A connection carries one request at a time, goes back to the
-pool when the answer was read whole, and is dropped when idle for longer than the server keeps it
-(`IDLE_SECONDS`) or on any error. A request whose reused connection turns out closed before any byte of the
-answer arrived is sent once more on a new connection (the API server drops idle connections; a binding or
-an event sent twice meets a 409 that the writer already resolves).
+What it speaks: requests with a Content-Length body; answers with Content-Length, chunked or read-until-close
+bodies; `Connection: close`. A connection carries one request at a time, goes back to the pool when the answer
+was read whole, and is closed once idle for `IDLE_SECONDS` (less than the server keeps it; checked whenever a
+connection comes back, so a burst's extra connections do not linger) or on any error. A request whose reused
+connection turns out closed before any byte of the answer arrived is sent once more on a new connection (the
+API server drops idle connections; a binding or an event sent twice meets a 409 that the writer already
+resolves).
 """
 
 from __future__ import annotations
@@ -150,8 +151,11 @@ class Http1Pool:
             raise Http1Error(str(exc) or type(exc).__name__) from exc
         finally:
             if keep:
-                conn.used = time.monotonic()
+                conn.used = now = time.monotonic()
                 self._idle.append(conn)
+                idle = self._idle
+                while idle and now - idle[0].used >= IDLE_SECONDS:  # least recently used first: close the stale
+                    idle.popleft().close()
             else:  # an error, a cancellation or `Connection: close`: never reused
                 conn.close()
 
