@@ -155,9 +155,42 @@ def _contains_cost(args: list[Any], result: Any) -> int:
     return _ceil(size_of(args[0]) * 0.1) * _ceil(size_of(args[1]) * 0.1)
 
 
+def traversal_cost(v: Any) -> int:
+    """Kubernetes' traversalCost: string length x 0.1 (truncated), summed over list elements and map entries."""
+    tv = type(v)
+    if tv is str:
+        return int(len(v.encode()) * 0.1)  # Go's len(): bytes
+    if tv is bytes:
+        return int(len(v) * 0.1)
+    if tv is list or tv is tuple:
+        return sum(traversal_cost(x) for x in v)
+    if tv is dict or tv is DefaultMap:
+        return sum(traversal_cost(k) + traversal_cost(x) for k, x in v.items())
+    return 1
+
+
 def _list_traversal(args: list[Any], result: Any) -> int:
-    v = args[0]
-    return size_of(v) if type(v) in (list, tuple, str, bytes, dict) else 1
+    return traversal_cost(args[0])
+
+
+def _sets_cost(factor: int) -> CostFn:
+    return lambda args, result: 1 + size_of(args[0]) * size_of(args[1]) * factor
+
+
+def _contains_ip_cost(args: list[Any], result: Any) -> int:
+    cidr = size_of(args[0])
+    cost = _ceil((cidr + cidr) * 0.1)
+    if type(args[1]) is str:
+        cost += _ceil(size_of(args[1]) * 0.1)
+    return cost
+
+
+def _contains_cidr_cost(args: list[Any], result: Any) -> int:
+    cidr = size_of(args[0])
+    cost = _ceil((cidr + cidr) * 0.1) + _ceil(cidr * 0.1) + 1
+    if type(args[1]) is str:
+        cost += _ceil(size_of(args[1]) * 0.1)
+    return cost
 
 
 FUNCTIONS: dict[str, Function] = {}
@@ -299,7 +332,7 @@ for _op in ("_<_", "_<=_", "_>_", "_>=_"):
     FUNCTIONS[_op].trait = _NUMBERS | {str, bytes, bool}
 
 define("_==_", "_==_(A, A) -> bool", equals_operator, operator=True, cost=_equals_cost)
-define("_!=_", "_!=_(A, A) -> bool", lambda a, b: not equals(a, b), operator=True, cost=_equals_cost)
+define("_!=_", "_!=_(A, A) -> bool", lambda a, b: not equals(a, b), operator=True, cost=_min_size)
 
 
 def _in(elem: Any, container: Any) -> bool:
@@ -473,10 +506,10 @@ def _quote(s: str) -> str:
 _string_cost = _traverse(0)
 _string_cost2 = _traverse(0, 0.2)
 define("charAt", "string.charAt(int) -> string", _char_at)
-define("indexOf", "string.indexOf(string) -> int", _index_of)
-define("indexOf", "string.indexOf(string, int) -> int", _index_of)
-define("lastIndexOf", "string.lastIndexOf(string) -> int", _last_index_of)
-define("lastIndexOf", "string.lastIndexOf(string, int) -> int", _last_index_of)
+define("indexOf", "string.indexOf(string) -> int", _index_of, cost=_list_traversal)
+define("indexOf", "string.indexOf(string, int) -> int", _index_of, cost=_list_traversal)
+define("lastIndexOf", "string.lastIndexOf(string) -> int", _last_index_of, cost=_list_traversal)
+define("lastIndexOf", "string.lastIndexOf(string, int) -> int", _last_index_of, cost=_list_traversal)
 define("lowerAscii", "string.lowerAscii() -> string", _ascii(str.lower), cost=_string_cost)
 define("upperAscii", "string.upperAscii() -> string", _ascii(str.upper), cost=_string_cost)
 define("replace", "string.replace(string, string) -> string", _replace, cost=_string_cost2)
@@ -777,13 +810,29 @@ def _last(items: Any) -> Optional:
     return Optional(items[-1], True) if items else NONE
 
 
-define("slice", "list(A).slice(int, int) -> list(A)", _slice)
-define("flatten", "list(dyn).flatten() -> list(dyn)", _flatten)
-define("flatten", "list(dyn).flatten(int) -> list(dyn)", _flatten)
-define("distinct", "list(A).distinct() -> list(A)", _distinct)
-define("reverse", "list(A).reverse() -> list(A)", lambda items: list(reversed(items)))
-define("sort", "list(A).sort() -> list(A)", _sort)
-define("lists.range", "lists.range(int) -> list(int)", _range)
+def _output_size_cost(args: list[Any], result: Any) -> int:
+    return 11 + size_of(result)  # cel-go's trackAllocatingListCall: call, list creation, output
+
+
+def _flatten_cost(args: list[Any], result: Any) -> int:
+    depth = args[1] if len(args) == 2 else 1
+    return 11 + int(size_of(args[0]) * (depth if depth >= 0 else 1))
+
+
+def self_compare_cost(items: Any) -> int:
+    """cel-go's trackListSelfCompare: O(n^2) comparisons, a little more for strings."""
+    n = size_of(items)
+    factor = 2.1 if n and type(items[0]) in (str, bytes) else 2.0
+    return 11 + int(n * n * factor)
+
+
+define("slice", "list(A).slice(int, int) -> list(A)", _slice, cost=_output_size_cost)
+define("flatten", "list(dyn).flatten() -> list(dyn)", _flatten, cost=_flatten_cost)
+define("flatten", "list(dyn).flatten(int) -> list(dyn)", _flatten, cost=_flatten_cost)
+define("distinct", "list(A).distinct() -> list(A)", _distinct, cost=lambda args, r: self_compare_cost(args[0]))
+define("reverse", "list(A).reverse() -> list(A)", lambda items: list(reversed(items)), cost=_output_size_cost)
+define("sort", "list(A).sort() -> list(A)", _sort, cost=lambda args, r: self_compare_cost(args[0]))
+define("lists.range", "lists.range(int) -> list(int)", _range, cost=_output_size_cost)
 define("first", "list(A).first() -> optional_type(A)", _first)
 define("last", "list(A).last() -> optional_type(A)", _last)
 
@@ -792,11 +841,11 @@ def _sets_contains(a: Any, b: Any) -> bool:
     return all(any(equals(x, y) for y in a) for x in b)
 
 
-define("sets.contains", "sets.contains(list(A), list(A)) -> bool", _sets_contains)
+define("sets.contains", "sets.contains(list(A), list(A)) -> bool", _sets_contains, cost=_sets_cost(1))
 define("sets.equivalent", "sets.equivalent(list(A), list(A)) -> bool",
-       lambda a, b: _sets_contains(a, b) and _sets_contains(b, a))
+       lambda a, b: _sets_contains(a, b) and _sets_contains(b, a), cost=_sets_cost(2))
 define("sets.intersects", "sets.intersects(list(A), list(A)) -> bool",
-       lambda a, b: any(equals(x, y) for x in a for y in b))
+       lambda a, b: any(equals(x, y) for x in a for y in b), cost=_sets_cost(1))
 
 
 # ---- Kubernetes: quantity, semver ---------------------------------------------------------------------------
@@ -826,7 +875,7 @@ def _is_quantity(s: str) -> bool:
 
 
 def _cmp_q(a: Quantity, b: Quantity) -> int:
-    return (a.value > b.value) - (a.value < b.value)
+    return (a.key > b.key) - (a.key < b.key)
 
 
 _k8s_string_cost = _traverse(0)
@@ -953,10 +1002,10 @@ define("isGlobalUnicast", "net.IP.isGlobalUnicast() -> bool",
                        or ip.addr.is_link_local or str(ip.addr) == "255.255.255.255"), cost=_one)
 define("cidr", "cidr(string) -> net.CIDR", _parse_cidr, cost=_k8s_string_cost)
 define("isCIDR", "isCIDR(string) -> bool", _is_cidr, cost=_k8s_string_cost)
-define("containsIP", "net.CIDR.containsIP(net.IP) -> bool", _contains_ip)
-define("containsIP", "net.CIDR.containsIP(string) -> bool", _contains_ip)
-define("containsCIDR", "net.CIDR.containsCIDR(net.CIDR) -> bool", _contains_cidr)
-define("containsCIDR", "net.CIDR.containsCIDR(string) -> bool", _contains_cidr)
+define("containsIP", "net.CIDR.containsIP(net.IP) -> bool", _contains_ip, cost=_contains_ip_cost)
+define("containsIP", "net.CIDR.containsIP(string) -> bool", _contains_ip, cost=_contains_ip_cost)
+define("containsCIDR", "net.CIDR.containsCIDR(net.CIDR) -> bool", _contains_cidr, cost=_contains_cidr_cost)
+define("containsCIDR", "net.CIDR.containsCIDR(string) -> bool", _contains_cidr, cost=_contains_cidr_cost)
 define("ip", "net.CIDR.ip() -> net.IP", lambda c: IP(c.addr), cost=_one)
 define("masked", "net.CIDR.masked() -> net.CIDR", lambda c: CIDR(c.network().network_address, c.bits), cost=_one)
 define("prefixLength", "net.CIDR.prefixLength() -> int", lambda c: c.bits, cost=_one)

@@ -16,7 +16,7 @@ from typing import Any
 from scheduler.dra.cel import ast
 from scheduler.dra.cel import types as t
 from scheduler.dra.cel.checker import Checked
-from scheduler.dra.cel.functions import FUNCTIONS, TYPE_IDENTS, Overload, size_of
+from scheduler.dra.cel.functions import FUNCTIONS, TYPE_IDENTS, Overload, self_compare_cost, size_of
 from scheduler.dra.cel.values import (
     EMPTY,
     GO_TYPE_NAMES,
@@ -109,6 +109,9 @@ class PlanError(Exception):
 # cel-go's optimizer evaluates these on constant arguments when the program is planned (overloads.go).
 CONVERSIONS = frozenset(["bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"])
 _NOT_CONSTANT = object()
+# Functions whose value depends on their (constant) arguments only and never changes, so an unmetered plan
+# may compute them once: cel-go evaluates them per device, which only its cost counting can observe.
+PURE_CONSTRUCTORS = frozenset(["quantity", "semver", "ip", "cidr", "url", "isQuantity", "isSemver", "isIP", "isCIDR"])
 
 
 class Planner:
@@ -122,6 +125,7 @@ class Planner:
         self.slots = FIRST_SLOT
         # values of the nodes cel-go's optimizer folds: literals, constant list/map literals, conversions of them
         self.constants: dict[int, Any] = {}
+        self.bind_slots: set[int] = set()
 
     def plan(self, node: ast.Node) -> Fn:
         return self.visit(node)
@@ -169,20 +173,31 @@ class Planner:
             if node.name == ".device":
                 return self.add_cost(lambda f: f[0], 1)
             value = TYPE_IDENTS[node.name[1:]]
-            return self.add_cost(lambda f: value, 1)
+            self.constants[id(node)] = value
+            return lambda f: value
         slot = next((scope[node.name] for scope in reversed(self.scopes) if node.name in scope), None)
         if slot is not None:
+            if slot in self.bind_slots:
+                def bound(f: Frame) -> Any:
+                    value = f[slot]
+                    if type(value) is _Lazy:
+                        value = f[slot] = value.init(f)
+                    return value
+
+                return self.add_cost(bound, 1)
             return self.add_cost(lambda f: f[slot], 1)
         if node.name == "device":
             return self.add_cost(lambda f: f[0], 1)
-        value = TYPE_IDENTS[node.name]
-        return self.add_cost(lambda f: value, 1)
+        value = TYPE_IDENTS[node.name]  # a type name: a constant, as cel-go's checker resolves it
+        self.constants[id(node)] = value
+        return lambda f: value
 
     def select(self, node: ast.Select) -> Fn:
         qualified = self.checked.qualified.get(id(node))
         if qualified is not None:
             type_value = TYPE_IDENTS[qualified]
-            return self.add_cost(lambda f: type_value, 1)
+            self.constants[id(node)] = type_value
+            return lambda f: type_value
         operand = self.visit(node.operand)
         name = node.field
         if node.test_only:
@@ -226,6 +241,21 @@ class Planner:
             return self.add_cost(fn, 2)
         return self.add_cost(lambda f: select_value(operand(f), name), 1)
 
+    def device_domain(self, node: ast.Call) -> Fn | None:
+        """`device.attributes["domain"]` (or capacity) with a constant domain: one closure, the hot path of
+        nearly every selector. Unmetered only (metering counts the three steps)."""
+        operand, key = node.args
+        if self.tracked or not isinstance(key, ast.Literal) or type(key.value) is not str:
+            return None
+        if not (isinstance(operand, ast.Select) and not operand.test_only and not operand.optional
+                and operand.field in ("attributes", "capacity") and isinstance(operand.operand, ast.Ident)
+                and operand.operand.name == "device" and not self.shadowed("device")):
+            return None
+        domain = key.value
+        if operand.field == "attributes":
+            return lambda f: f[0].attributes[domain]
+        return lambda f: f[0].capacity[domain]
+
     def shadowed(self, name: str) -> bool:
         return any(name in scope for scope in self.scopes)
 
@@ -248,6 +278,9 @@ class Planner:
 
             return self.add_cost(not_, 1)
         if name == "_[_]":
+            fused = self.device_domain(node)
+            if fused is not None:
+                return fused
             operand, key = self.visit(node.args[0]), self.visit(node.args[1])
             return self.add_cost(lambda f: index_value(operand(f), key(f)), 1)
         if name == "_[?_]":
@@ -273,7 +306,18 @@ class Planner:
             o for o in function.overloads if o.member == (node.target is not None and qualified is None)
             and len(o.params) == len(args)
         ]
-        return self.dispatch(fname, function.operator, overloads, args, node)
+        planned = self.dispatch(fname, function.operator, overloads, args, node)
+        if not self.tracked and fname in PURE_CONSTRUCTORS and all(
+            self.constant(a) is not _NOT_CONSTANT for a in node.args
+        ):
+            # quantity("40Gi"), semver("1.2.0"), ...: the same value for every device, computed once
+            # (a failing one keeps failing at run time, with its error, as upstream evaluates it there)
+            try:
+                value = planned([None, 0])
+            except CelEvalError:
+                return planned
+            return lambda f: value
+        return planned
 
     def dispatch(self, name: str, operator: bool, overloads: list[Overload], args: list[Fn], node: ast.Call) -> Fn:
         """A call's closure: the one overload the checker left (type-guarded unless the static types settle it,
@@ -282,6 +326,8 @@ class Planner:
                                                        id(node) not in self.checked.qualified else []) + node.args]
         mismatch = FUNCTIONS[name].mismatch
         tracked, limit = self.tracked, self.limit
+        if len(overloads) != 1 and name in ORDERING and not tracked:
+            return _ordering(name, args[0], args[1], overloads, mismatch)
         if len(overloads) != 1:
             def multi(f: Frame) -> Any:
                 values = tuple(a(f) for a in args)
@@ -383,7 +429,8 @@ class Planner:
         return guarded
 
     def conditional(self, node: ast.Call) -> Fn:
-        cond, then, other = (self.visit(a) for a in node.args)
+        cond = self.visit(node.args[0])
+        then, other = (self.unobserved(a) if _is_attribute(a) else self.visit(a) for a in node.args[1:])
 
         def ternary(f: Frame) -> Any:
             c = cond(f)
@@ -394,6 +441,15 @@ class Planner:
             raise no_such_overload()
 
         return ternary
+
+    def unobserved(self, node: ast.Node) -> Fn:
+        """Plan a node without cost bookkeeping (what cel-go does not observe)."""
+        tracked = self.tracked
+        self.tracked = False
+        try:
+            return self.visit(node)
+        finally:
+            self.tracked = tracked
 
     def optional_index(self, node: ast.Call) -> Fn:
         operand, key = self.visit(node.args[0]), self.visit(node.args[1])
@@ -441,6 +497,9 @@ class Planner:
 
     def create_map(self, node: ast.CreateMap) -> Fn:
         entries = [(self.visit(k), self.visit(v), opt) for k, v, opt in node.entries]
+        constant = not any(opt for _, _, opt in node.entries) and all(
+            self.constant(k) is not _NOT_CONSTANT and self.constant(v) is not _NOT_CONSTANT
+            for k, v, _ in node.entries)
 
         def build(f: Frame) -> dict[Any, Any]:
             out: dict[Any, Any] = {}
@@ -460,12 +519,22 @@ class Planner:
                 out[key] = value
             return out
 
+        if constant:
+            # cel-go's optimizer builds a constant map literal once (so it costs nothing at run time)
+            try:
+                value = build([None, 0])
+            except CelEvalError as e:
+                raise PlanError(e.message) from None
+            self.constants[id(node)] = value
+            return lambda f: value
         return self.add_cost(build, 30)
 
     def comprehension(self, node: ast.Comprehension) -> Fn:
         rng = self.visit(node.range)
         slot = self.slots
         self.slots += 1
+        if node.kind == "bind":
+            self.bind_slots.add(slot)
         slot2 = None
         scope = {node.var: slot}
         if node.var2 is not None:
@@ -476,6 +545,42 @@ class Planner:
         body = [self.visit(b) for b in node.body]
         self.scopes.pop()
         return _COMPREHENSIONS[node.kind](self, rng, slot, slot2, body)
+
+
+ORDERING = {"_<_": lambda a, b: a < b, "_<=_": lambda a, b: a <= b, "_>_": lambda a, b: a > b,
+            "_>=_": lambda a, b: a >= b}
+_FAST_ORDERED = frozenset([int, str, float])
+
+
+def _ordering(name: str, left: Fn, right: Fn, overloads: list[Overload],
+              mismatch: Callable[[tuple[Any, ...]], CelEvalError]) -> Fn:
+    """`<` and friends through dyn: same-typed ints, strings and doubles compare directly (what every
+    overload would do), anything else goes through the overloads' guards."""
+    op = ORDERING[name]
+
+    def ordered(f: Frame) -> Any:
+        a, b = left(f), right(f)
+        ta = type(a)
+        if ta is type(b) and ta in _FAST_ORDERED:
+            return op(a, b) if ta is not float or (a == a and b == b) else False
+        values = (a, b)
+        for ov in overloads:
+            if ov.accepts(values):
+                return ov.impl(a, b)
+        raise mismatch(values)
+
+    return ordered
+
+
+def _is_attribute(node: ast.Node) -> bool:
+    """An ident/select/index chain with constant keys: what cel-go plans as an attribute."""
+    if isinstance(node, ast.Ident):
+        return True
+    if isinstance(node, ast.Select):
+        return not node.test_only and _is_attribute(node.operand)
+    if isinstance(node, ast.Call) and node.function in ("_[_]", "_[?_]"):
+        return isinstance(node.args[1], ast.Literal) and _is_attribute(node.args[0])
+    return False
 
 
 def _loose(typ: t.Type) -> bool:
@@ -496,31 +601,49 @@ def _bind(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn]) 
     inner = body[0]
 
     def bind(f: Frame) -> Any:
-        f[slot] = rng(f)
+        # cel-go initializes the accumulator on its first use: an unused binding is never evaluated
+        f[slot] = _Lazy(rng)
         return inner(f)
 
     return bind
 
 
+class _Lazy:
+    """A cel.bind value not computed yet (see Planner.ident)."""
+
+    __slots__ = ("init",)
+
+    def __init__(self, init: Fn) -> None:
+        self.init = init
+
+
+def _charge(f: Frame, amount: int, limit: int) -> None:
+    f[COST] += amount
+    if f[COST] > limit:
+        raise CostLimitExceeded(COST_LIMIT_MESSAGE)
+
+
 def _quantifier(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn]:
     decides = kind.startswith("exists")  # exists stops at the first true, all at the first false
+    # cel-go's expansion: condition @not_strictly_false(accu) (exists: of !accu) before every element, step
+    # `accu && pred` (exists: ||), result accu; the accumulator's first error stays unless a later
+    # predicate decides.
+    condition_cost = 3 if decides else 2
 
     def build(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn]) -> Fn:
         pred = body[0]
         tracked, limit = self.tracked, self.limit
-        # cel-go's loop: condition @not_strictly_false(accu) (2, or 3 with the ! of exists), step accu op pred (1)
-        step_cost = 4 if decides else 3
 
         def quantify(f: Frame) -> bool:
             error: CelEvalError | None = None
-            for k, v in _pairs(rng(f), slot2 is not None):
-                if tracked:
-                    f[COST] += step_cost
-                    if f[COST] > limit:
-                        raise CostLimitExceeded(COST_LIMIT_MESSAGE)
+            pairs = _pairs(rng(f), slot2 is not None)
+            last = len(pairs) - 1
+            for i, (k, v) in enumerate(pairs):
                 f[slot] = k
                 if slot2 is not None:
                     f[slot2] = v
+                if tracked:
+                    _charge(f, condition_cost + 1, limit)
                 try:
                     r = pred(f)
                 except CostLimitExceeded:
@@ -530,12 +653,13 @@ def _quantifier(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]],
                     continue
                 if r is decides:
                     if tracked:
-                        f[COST] += 1
+                        # one more condition if elements remain, then the result
+                        _charge(f, (condition_cost if i < last else 0) + 1, limit)
                     return bool(decides)
                 if type(r) is not bool:
                     error = error or no_such_overload()
             if tracked:
-                f[COST] += 1
+                _charge(f, 1, limit)
             if error is not None:
                 raise error
             return not decides
@@ -550,27 +674,44 @@ def _exists_one(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list
     tracked, limit = self.tracked, self.limit
 
     def exists_one(f: Frame) -> bool:
+        # step `pred ? accu + 1 : accu`: an erring predicate becomes the accumulator, so the last error wins
         count = 0
+        error: CelEvalError | None = None
         for k, v in _pairs(rng(f), slot2 is not None):
             f[slot] = k
             if slot2 is not None:
                 f[slot2] = v
-            r = pred(f)
+            try:
+                r = pred(f)
+            except CostLimitExceeded:
+                raise
+            except CelEvalError as e:
+                error = e
+                continue
             if type(r) is not bool:
-                raise no_such_overload()
-            if tracked:
-                f[COST] += 2 if r else 1
-                if f[COST] > limit:
-                    raise CostLimitExceeded(COST_LIMIT_MESSAGE)
-            count += r
+                error = no_such_overload()
+                continue
+            if r:
+                count += 1
+                if tracked:
+                    _charge(f, 2, limit)
         if tracked:
-            f[COST] += 2
+            _charge(f, 2, limit)
+        if error is not None:
+            raise error
         return count == 1
 
     return exists_one
 
 
+# per kept element, what cel-go's step costs beyond the transform: `accu + [e]` (ident, list, +) for lists,
+# `cel.@mapInsert(accu, k, e)` (ident, ident, call) for transformMap, `cel.@mapInsert(accu, e)` for entries
+_STEP_COST = {"map": 12, "filter": 13, "transformList": 12, "transformMap": 3, "transformMapEntry": 2}
+
+
 def _collect(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn]:
+    step_cost = _STEP_COST[kind]
+
     def build(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn]) -> Fn:
         pred = body[0] if len(body) == 2 or kind == "filter" else None
         transform = body[-1]
@@ -579,33 +720,44 @@ def _collect(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn
         def collect(f: Frame) -> Any:
             out_list: list[Any] = []
             out_map: dict[Any, Any] = {}
+            error: CelEvalError | None = None  # the accumulator once an error replaced it
             for k, v in _pairs(rng(f), slot2 is not None):
                 f[slot] = k
                 if slot2 is not None:
                     f[slot2] = v
                 if pred is not None:
-                    keep = pred(f)
+                    try:
+                        keep = pred(f)
+                    except CostLimitExceeded:
+                        raise
+                    except CelEvalError as e:
+                        error = e  # `pred ? ... : accu` with an erring predicate
+                        continue
                     if type(keep) is not bool:
-                        raise no_such_overload()
-                    if tracked:
-                        f[COST] += 1
+                        error = no_such_overload()
+                        continue
                     if not keep:
                         continue
+                if error is not None:
+                    continue  # `accu + [...]` keeps the accumulator's error
+                if tracked:
+                    _charge(f, step_cost, limit)
                 if kind == "filter":
                     out_list.append(k if slot2 is None else v)
-                    if tracked:
-                        f[COST] += 12
                     continue
-                value = transform(f)
-                if tracked:
-                    f[COST] += 12
-                    if f[COST] > limit:
-                        raise CostLimitExceeded(COST_LIMIT_MESSAGE)
+                try:
+                    value = transform(f)
+                except CostLimitExceeded:
+                    raise
+                except CelEvalError as e:
+                    error = e
+                    continue
                 if kind == "transformMap":
                     out_map[k] = value
                 elif kind == "transformMapEntry":
                     if type(value) is not dict:
-                        raise no_such_overload()
+                        error = no_such_overload()
+                        continue
                     for ek, ev in value.items():
                         if lookup(out_map, ek)[0]:
                             raise CelEvalError(f"insert failed: key {_key_text(ek)} already exists")
@@ -613,7 +765,9 @@ def _collect(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn
                 else:
                     out_list.append(value)
             if tracked:
-                f[COST] += 1
+                _charge(f, 1, limit)
+            if error is not None:
+                raise error
             return out_map if kind.startswith("transformMap") else out_list
 
         return collect
@@ -623,6 +777,7 @@ def _collect(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn
 
 def _sort_by(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn]) -> Fn:
     key_fn = body[0]
+    tracked, limit = self.tracked, self.limit
 
     def sort_by(f: Frame) -> list[Any]:
         items = rng(f)
@@ -632,6 +787,10 @@ def _sort_by(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn
         for x in items:
             f[slot] = x
             keyed.append((key_fn(f), x))
+            if tracked:
+                _charge(f, 12, limit)  # the keys are a map() comprehension upstream
+        if tracked:
+            _charge(f, 1 + self_compare_cost([k for k, _ in keyed]), limit)
         keyed.sort(key=functools.cmp_to_key(_compare_keys))
         return [x for _, x in keyed]
 

@@ -211,3 +211,27 @@ def _numbers_equal(a: Any, b: Any) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
         return float(a) == float(b)
     return bool(a == b)
+
+
+# Evaluations (that do not err) whose metered cost is cel-go's actual cost, exactly. The rest are
+# optimizer details we do not mirror (cel-go's sortBy expansion, `in` against a constant list, optional
+# field selection), each within a few units.
+SAME_COST_FLOOR = 760
+
+
+def test_metered_cost_is_cel_gos_actual_cost() -> None:
+    """With metering on, our cost count equals cel-go's ActualCost on (nearly) every successful evaluation."""
+    same = total = 0
+    for case in CASES:
+        want = case["expected"]
+        device = _devices()[case["deviceName"]]
+        if want["compileError"] is not None or want["error"] is not None or device.error is not None:
+            continue
+        result = compile_expression(case["expression"], metered=True)
+        if result.error is not None:
+            continue  # the format library
+        total += 1
+        _, cost = result.evaluate_with_cost(device)
+        same += cost == want["actualCost"]
+    assert total > 800
+    assert same >= SAME_COST_FLOOR, f"{same} of {total}"
