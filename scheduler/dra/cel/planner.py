@@ -10,6 +10,7 @@ expression's worst case could reach the limit (see cost.py), so selectors the AP
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -547,8 +548,9 @@ class Planner:
         return _COMPREHENSIONS[node.kind](self, rng, slot, slot2, body)
 
 
-ORDERING = {"_<_": lambda a, b: a < b, "_<=_": lambda a, b: a <= b, "_>_": lambda a, b: a > b,
-            "_>=_": lambda a, b: a >= b}
+ORDERING: dict[str, Callable[[Any, Any], bool]] = {
+    "_<_": operator.lt, "_<=_": operator.le, "_>_": operator.gt, "_>=_": operator.ge,
+}
 _FAST_ORDERED = frozenset([int, str, float])
 
 
