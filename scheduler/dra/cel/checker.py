@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 
 from scheduler.dra.cel import ast
 from scheduler.dra.cel import types as t
-from scheduler.dra.cel.functions import FUNCTIONS, TYPE_IDENTS, Overload, compile_regex
+from scheduler.dra.cel.functions import (
+    FORMAT_CLAUSE_TYPES,
+    FUNCTIONS,
+    TYPE_IDENTS,
+    Overload,
+    compile_regex,
+    format_clauses,
+)
 from scheduler.dra.cel.values import CelEvalError, Uint
 
 
@@ -70,6 +77,7 @@ class Checker:
         # cel-go's homogeneous-literal validator runs only on a program that type-checked: candidates wait here
         self.heterogeneous: list[tuple[int, CheckError]] = []
         self.reported: set[tuple[int, str]] = set()
+        self.format_errors: list[CheckError] = []
 
     def check(self, node: ast.Node) -> t.Type:
         try:
@@ -85,6 +93,7 @@ class Checker:
         errors = self.errors
         if not errors:
             errors = [e for owner, e in self.heterogeneous if owner not in self.heterogeneous_ok]
+            errors += self.format_errors
         return sorted(errors, key=lambda e: e.pos)
 
     def lookup_var(self, name: str) -> t.Type | None:
@@ -178,13 +187,17 @@ class Checker:
                 target_type = self.check(node.target)
         fn = FUNCTIONS.get(name)
         if name == "format":
-            # cel-go's homogeneous-literal validator exempts format()'s argument list
-            self.heterogeneous_ok.update(id(a) for a in node.args if isinstance(a, ast.CreateList))
+            # cel-go's homogeneous-literal validator exempts format()'s argument list (and what it holds)
+            self.heterogeneous_ok.update(_literal_ids(node.args))
         arg_types = [self.check(a) for a in node.args]
         if target_type == t.ERROR or t.ERROR in arg_types:
             if fn is None and name not in DECLARED_ELSEWHERE:
                 raise CheckError(node.pos, f"undeclared reference to '{name}' (in container '')")
             return t.ERROR
+        if name == "format" and isinstance(node.target, ast.Literal) and isinstance(node.target.value, str) and (
+            len(node.args) == 1 and isinstance(node.args[0], ast.CreateList)
+        ):
+            self.format_errors.extend(_check_format(node, node.target.value, node.args[0], self.result))
         if name == "matches" and isinstance(node.args[-1], ast.Literal) and isinstance(node.args[-1].value, str):
             try:
                 compile_regex(node.args[-1].value)
@@ -345,6 +358,39 @@ class Checker:
             raise CheckError(node.pos, "found no matching overload for 'cel.@mapInsert' applied to "
                                        f"'(map(dyn, dyn), {entry})'")
         return entry if entry.name == "map" else t.map_of(t.DYN, t.DYN)
+
+
+def _literal_ids(nodes: list[ast.Node]) -> set[int]:
+    """The list and map literals in these nodes, nested ones included."""
+    out: set[int] = set()
+    for n in nodes:
+        if isinstance(n, ast.CreateList):
+            out.add(id(n))
+            out |= _literal_ids(n.elements)
+        elif isinstance(n, ast.CreateMap):
+            out.add(id(n))
+            out |= _literal_ids([v for _, v, _ in n.entries] + [k for k, _, _ in n.entries])
+    return out
+
+
+def _check_format(node: ast.Call, template: str, args: ast.CreateList, checked: Checked) -> list[CheckError]:
+    """cel-go's string-format validator on a literal template with a list literal of arguments."""
+    try:
+        clauses = format_clauses(template)
+    except CelEvalError as e:
+        return [CheckError(node.pos, e.message)]
+    for i, (verb, _) in enumerate(clauses):
+        if i >= len(args.elements):
+            return [CheckError(node.pos, f"index {i} out of range")]
+        arg = args.elements[i]
+        typ = checked.type_of(arg)
+        allowed, what = FORMAT_CLAUSE_TYPES["x" if verb == "X" else ("e" if verb == "E" else verb)]
+        if not t.is_dyn(typ) and typ.name not in allowed:
+            return [CheckError(arg.pos, f"error during formatting: {what}, was given {typ}")]
+    if len(args.elements) > len(clauses):
+        return [CheckError(node.pos, "too many arguments supplied to string.format "
+                                     f"(expected {len(clauses)}, got {len(args.elements)})")]
+    return []
 
 
 def _shown(typ: t.Type) -> str:

@@ -6,6 +6,7 @@ implementation (for the interpreter) and its runtime cost (cel-go's defaults and
 
 from __future__ import annotations
 
+import datetime
 import functools
 import ipaddress
 import itertools
@@ -25,6 +26,7 @@ from scheduler.dra.cel.values import (
     INT64_MIN,
     IP,
     NONE,
+    TYPE_NAMES,
     UINT64_MAX,
     URL,
     CelEvalError,
@@ -930,16 +932,140 @@ define("patch", "kubernetes.Semver.patch() -> int", lambda v: _check_int(v.patch
 # ---- Kubernetes: IP and CIDR ----------------------------------------------------------------------------------
 
 
-def _parse_ip(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+def go_quote(s: str) -> str:
+    """Go's strconv.Quote for the strings these messages quote (printable text as is, escapes otherwise)."""
+    out = ['"']
+    for c in s:
+        if c in '"\\':
+            out.append("\\" + c)
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\t":
+            out.append("\\t")
+        elif c == "\r":
+            out.append("\\r")
+        elif not c.isprintable():
+            code = ord(c)
+            out.append(f"\\x{code:02x}" if code < 0x80 else (f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"))
+        else:
+            out.append(c)
+    out.append('"')
+    return "".join(out)
+
+
+class _AddrError(Exception):
+    def __init__(self, text: str, msg: str, at: str = "") -> None:
+        super().__init__(msg)
+        self.text = f"ParseAddr({go_quote(text)}): {msg}" + (f" (at {go_quote(at)})" if at else "")
+
+
+def _ipv4_fields(whole: str, s: str) -> None:
+    """netip's parseIPv4Fields, for its error messages."""
+    val = pos = digits = 0
+    for i, c in enumerate(s):
+        if "0" <= c <= "9":
+            if digits == 1 and val == 0:
+                raise _AddrError(whole, "IPv4 field has octet with leading zero")
+            val = val * 10 + ord(c) - 48
+            digits += 1
+            if val > 255:
+                raise _AddrError(whole, "IPv4 field has value >255")
+        elif c == ".":
+            if i == 0 or i == len(s) - 1 or s[i - 1] == ".":
+                raise _AddrError(whole, "IPv4 field must have at least one digit", s[i:])
+            if pos == 3:
+                raise _AddrError(whole, "IPv4 address too long")
+            pos += 1
+            val = digits = 0
+        else:
+            raise _AddrError(whole, "unexpected character", s[i:])
+    if pos < 3:
+        raise _AddrError(whole, "IPv4 address too short")
+
+
+def _ipv6_check(whole: str) -> bool:
+    """netip's parseIPv6, for its error messages; returns whether a zone was given."""
+    s, zone = whole, None
     if "%" in s:
-        raise CelEvalError(f"IP address with zone value is not allowed: {s}")
+        s, _, zone = s.partition("%")
+        if not zone:
+            raise _AddrError(whole, "zone must be a non-empty string")
+    ellipsis = -1
+    if s.startswith("::"):
+        ellipsis, s = 0, s[2:]
+        if not s:
+            return zone is not None
+    i = 0
+    while i < 16:
+        off = 0
+        acc = 0
+        while off < len(s) and s[off] in "0123456789abcdefABCDEF":
+            acc = acc * 16 + int(s[off], 16)
+            if off > 3:
+                raise _AddrError(whole, "each group must have 4 or less digits", s)
+            if acc > 0xFFFF:
+                raise _AddrError(whole, "IPv6 field has value >=2^16", s)
+            off += 1
+        if off == 0:
+            raise _AddrError(whole, "each colon-separated field must have at least one digit", s)
+        if off < len(s) and s[off] == ".":
+            if ellipsis < 0 and i != 12:
+                raise _AddrError(whole, "embedded IPv4 address must replace the final 2 fields of the address", s)
+            if i + 4 > 16:
+                raise _AddrError(whole, "too many hex fields to fit an embedded IPv4 at the end of the address", s)
+            _ipv4_fields(whole, s)
+            s = ""
+            i += 4
+            break
+        i += 2
+        s = s[off:]
+        if not s:
+            break
+        if s[0] != ":":
+            raise _AddrError(whole, "unexpected character, want colon", s)
+        if len(s) == 1:
+            raise _AddrError(whole, "colon must be followed by more characters", s)
+        s = s[1:]
+        if s[0] == ":":
+            if ellipsis >= 0:
+                raise _AddrError(whole, "multiple :: in address", s)
+            ellipsis = i
+            s = s[1:]
+            if not s:
+                break
+    if s:
+        raise _AddrError(whole, "trailing garbage after address", s)
+    if i < 16 and ellipsis < 0:
+        raise _AddrError(whole, "address string too short")
+    if i >= 16 and ellipsis >= 0:
+        raise _AddrError(whole, "the :: must expand to at least one field of zeros")
+    return zone is not None
+
+
+def _netip_parse(s: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, bool]:
+    """netip.ParseAddr: the address and whether it had a zone; raises _AddrError with netip's words."""
+    for c in s:
+        if c == ".":
+            _ipv4_fields(s, s)
+            return ipaddress.IPv4Address(s), False
+        if c == ":":
+            zoned = _ipv6_check(s)
+            return ipaddress.IPv6Address(s.partition("%")[0]), zoned
+        if c == "%":
+            raise _AddrError(s, "missing IPv6 address")
+    raise _AddrError(s, "unable to parse IP")
+
+
+def _parse_ip(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The ip library's parseIPAddr (no zones, no IPv4-mapped IPv6)."""
     try:
-        addr = ipaddress.ip_address(s)
-    except ValueError:
-        raise CelEvalError(f'IP Address "{s}" parse error during conversion from string: ParseAddr("{s}"): '
-                           "unable to parse IP") from None
+        addr, zoned = _netip_parse(s)
+    except _AddrError as e:
+        raise CelEvalError(f"IP Address {go_quote(s)} parse error during conversion from string: {e.text}") from None
+    if zoned:
+        raise CelEvalError(f"IP address {go_quote(s)} with zone value is not allowed")
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        raise CelEvalError(f"IPv4-mapped IPv6 address is not allowed: {s}")
+        raise CelEvalError(f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
     return addr
 
 
@@ -955,16 +1081,32 @@ def _is_ip(s: str) -> bool:
     return True
 
 
+_CIDR_ERROR = "network address parse error during conversion from string: "
+
+
 def _parse_cidr(s: str) -> CIDR:
-    addr_text, sep, bits_text = s.partition("/")
-    if not sep or not bits_text.isdigit():
-        raise CelEvalError(f'network address "{s}" parse error during conversion from string: '
-                           f'netip.ParsePrefix("{s}"): bad bits after slash: "{bits_text}"')
-    addr = _parse_ip(addr_text)
+    """The cidr library's parseCIDR over netip.ParsePrefix; stringToCIDR prefixes the message once more."""
+
+    def fail(msg: str) -> CelEvalError:
+        return CelEvalError(_CIDR_ERROR + _CIDR_ERROR + f"netip.ParsePrefix({go_quote(s)}): {msg}")
+
+    slash = s.rfind("/")
+    if slash < 0:
+        raise fail("no '/'")
+    try:
+        addr, zoned = _netip_parse(s[:slash])
+    except _AddrError as e:
+        raise fail(e.text) from None
+    if zoned:
+        raise fail("IPv6 zones cannot be present in a prefix")
+    bits_text = s[slash + 1 :]
+    if (len(bits_text) > 1 and not "1" <= bits_text[0] <= "9") or not re.fullmatch(r"[+-]?[0-9]+", bits_text):
+        raise fail("bad bits after slash: " + go_quote(bits_text))
     bits = int(bits_text)
-    if bits > addr.max_prefixlen:
-        raise CelEvalError(f'network address "{s}" parse error during conversion from string: '
-                           f'netip.ParsePrefix("{s}"): prefix length out of range')
+    if bits < 0 or bits > addr.max_prefixlen:
+        raise fail("prefix length out of range")
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        raise CelEvalError(_CIDR_ERROR + f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
     return CIDR(addr, bits)
 
 
@@ -1070,59 +1212,63 @@ define("getEscapedPath", "kubernetes.URL.getEscapedPath() -> string", lambda u: 
 define("getQuery", "kubernetes.URL.getQuery() -> map(string, list(string))", _query, cost=_one)
 
 
-# ---- strings: format ----------------------------------------------------------------------------------------
+# ---- strings: format (strings v2's formatting, with its en_US number printer) -------------------------------
 
-_FORMAT_VERB = re.compile(r"%(?:\.(\d+))?([sdfeExXobS%])")
+_FORMAT_VERB = re.compile(r"%(?:\.(\d+))?(.)", re.DOTALL)
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def _format_error(what: str, v: Any) -> CelEvalError:
     return CelEvalError(f"error during formatting: {what}, was given {type_name(v)}")
 
 
-def _format_value(verb: str, precision: str | None, v: Any) -> str:
+def _fixed(v: Any, precision: int | None) -> str:
     tv = type(v)
-    if verb == "s":
-        return _format_string(v)
-    if verb == "d":
-        if tv in (int, Uint):
-            return str(int(v))
-        raise _format_error("decimal clause can only be used on integers", v)
-    if verb in "fe":
-        if tv not in (int, Uint, float):
-            clause = "fixed-point" if verb == "f" else "scientific"
-            raise _format_error(f"{clause} clause can only be used on doubles", v)
-        p = int(precision) if precision is not None else 6
-        f = float(v)
-        if math.isnan(f):
-            return "NaN"
-        if math.isinf(f):
-            return "Infinity" if f > 0 else "-Infinity"
-        return f"{f:.{p}f}" if verb == "f" else f"{f:.{p}e}"
-    if verb in "xX":
-        if tv in (int, Uint):
-            text = format(int(v), "x")
-        elif tv is str:
-            text = v.encode().hex()
-        elif tv is bytes:
-            text = v.hex()
-        else:
-            raise _format_error("only integers, byte buffers, and strings can be formatted as hex", v)
-        return text.upper() if verb == "X" else text
-    if verb == "o":
-        if tv in (int, Uint):
-            return format(int(v), "o")
-        raise _format_error("octal clause can only be used on integers", v)
-    if verb == "b":
-        if tv in (int, Uint):
-            return format(int(v), "b")
-        if tv is bool:
-            return "1" if v else "0"
-        raise _format_error("only integers and bools can be formatted as binary", v)
-    raise CelEvalError(f'error during formatting: unrecognized formatting clause "{verb}"')
+    if tv is str and v in ("NaN", "Infinity", "-Infinity"):
+        return str(v)
+    if tv is not float:
+        raise _format_error("fixed-point clause can only be used on doubles", v)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "∞" if v > 0 else "-∞"
+    return f"{v:,.{6 if precision is None else precision}f}"  # golang.org/x/text's en printer groups digits
+
+
+def _scientific(v: Any) -> str:
+    tv = type(v)
+    if tv is str and v in ("NaN", "Infinity", "-Infinity"):
+        return str(v)
+    if tv is not float:
+        raise _format_error("scientific clause can only be used on doubles", v)
+    # cel-go formats "%<precision>e" (a width, not a precision): always six digits, printed by the en printer
+    mantissa, _, exponent = f"{v:.6e}".partition("e")
+    exp = int(exponent)
+    return f"{mantissa}×10{'⁻' if exp < 0 else ''}{f'{abs(exp):02d}'.translate(_SUPERSCRIPT)}"
+
+
+def _format_decimal(v: Any) -> str:
+    if type(v) in (int, Uint):
+        return str(int(v))
+    raise _format_error("decimal clause can only be used on integers", v)
 
 
 def _format_string(v: Any) -> str:
     tv = type(v)
+    if tv in (list, tuple):
+        return "[" + ", ".join(_quoted(x, _format_by_type(x)) for x in v) + "]"
+    if tv in (dict, DefaultMap):
+        pairs = []
+        for k, x in v.items():
+            if type(k) in (str, bool):
+                key = _quoted(k, _format_string(k))
+            elif type(k) in (int, Uint):
+                key = str(int(k))
+            else:
+                raise CelEvalError(f"no formatting function for map key of type {type_name(k)}")
+            pairs.append((key, _quoted(x, _format_by_type(x))))
+        pairs.sort(key=lambda p: p[0])
+        return "{" + ", ".join(f"{k}:{x}" for k, x in pairs) + "}"
     if tv is str:
         return str(v)
     if tv is bool:
@@ -1135,14 +1281,80 @@ def _format_string(v: Any) -> str:
         return "null"
     if tv is bytes:
         return str(v.decode("utf-8", errors="replace"))
-    if tv in (list, tuple):
-        return "[" + ", ".join(_format_string(x) for x in v) + "]"
-    if tv in (dict, DefaultMap):
-        items = sorted((_format_string(k), _format_string(x)) for k, x in v.items())
-        return "{" + ", ".join(f"{k}: {x}" for k, x in items) + "}"
     if tv is TypeValue:
         return str(v.name)
-    return str(v)
+    raise _format_error("string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, "
+                        "types, durations, and timestamps", v)
+
+
+def _format_by_type(v: Any) -> str:
+    """clauseForType: how a list element or map value prints inside %s."""
+    tv = type(v)
+    if tv in (int, Uint):
+        return _format_decimal(v)
+    if tv is float:
+        return _fixed(v, None)
+    return _format_string(v)
+
+
+def _quoted(v: Any, text: str) -> str:
+    tv = type(v)
+    if tv is str:
+        return go_quote(text)
+    if tv is bytes:
+        return "b" + go_quote(text)
+    if tv is float and (math.isinf(v) or math.isnan(v)):
+        return go_quote(text)
+    return text
+
+
+def _hex(v: Any, upper: bool) -> str:
+    tv = type(v)
+    if tv in (int, Uint):
+        text = format(int(v), "x")
+    elif tv is str:
+        text = v.encode().hex()
+    elif tv is bytes:
+        text = v.hex()
+    else:
+        raise _format_error("only integers, byte buffers, and strings can be formatted as hex", v)
+    return text.upper() if upper else text
+
+
+def _format_value(verb: str, precision: str | None, v: Any) -> str:
+    tv = type(v)
+    if verb == "s":
+        return _format_string(v)
+    if verb == "d":
+        return _format_decimal(v)
+    if verb == "f":
+        return _fixed(v, int(precision) if precision is not None else None)
+    if verb == "e":
+        return _scientific(v)
+    if verb in "xX":
+        return _hex(v, verb == "X")
+    if verb == "o":
+        if tv in (int, Uint):
+            return format(int(v), "o")
+        raise _format_error("octal clause can only be used on integers", v)
+    if tv in (int, Uint):
+        return format(int(v), "b")
+    if tv is bool:
+        return "1" if v else "0"
+    raise _format_error("only integers and bools can be formatted as binary", v)
+
+
+def format_clauses(template: str) -> list[tuple[str, str | None]]:
+    """The (verb, precision) of each clause; raises CelEvalError for an unknown one (cel-go's words)."""
+    clauses = []
+    for m in _FORMAT_VERB.finditer(template):
+        verb = m.group(2)
+        if verb == "%":
+            continue
+        if verb not in "sdfeExXob":
+            raise CelEvalError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
+        clauses.append((verb, m.group(1)))
+    return clauses
 
 
 def _format(template: str, args: Any) -> str:
@@ -1152,15 +1364,223 @@ def _format(template: str, args: Any) -> str:
     for m in _FORMAT_VERB.finditer(template):
         out.append(template[pos : m.start()])
         pos = m.end()
-        if m.group(2) == "%":
+        verb = m.group(2)
+        if verb == "%":
             out.append("%")
             continue
+        if verb not in "sdfeExXob":
+            raise CelEvalError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
         if index >= len(args):
-            raise CelEvalError(f"error during formatting: index {index} out of range")
-        out.append(_format_value(m.group(2), m.group(1), args[index]))
+            raise CelEvalError(f"index {index} out of range")
+        out.append(_format_value("e" if verb == "E" else verb, m.group(1), args[index]))
         index += 1
     out.append(template[pos:])
     return "".join(out)
 
 
+# The static types each clause accepts (the format validator's check of a literal call).
+FORMAT_CLAUSE_TYPES: dict[str, tuple[frozenset[str], str]] = {
+    "d": (frozenset(["int", "uint"]), "decimal clause can only be used on integers"),
+    "f": (frozenset(["double", "string"]), "fixed-point clause can only be used on doubles"),
+    "e": (frozenset(["double", "string"]), "scientific clause can only be used on doubles"),
+    "o": (frozenset(["int", "uint"]), "octal clause can only be used on integers"),
+    "b": (frozenset(["int", "uint", "bool"]), "only integers and bools can be formatted as binary"),
+    "x": (frozenset(["int", "uint", "string", "bytes"]),
+          "only integers, byte buffers, and strings can be formatted as hex"),
+    "s": (frozenset(["string", "bool", "bytes", "int", "uint", "double", "map", "list", "type", "null_type",
+                     "google.protobuf.Timestamp", "google.protobuf.Duration"]),
+          "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, "
+          "and timestamps"),
+}
+
+
 define("format", "string.format(list(dyn)) -> string", _format, cost=_traverse(0))
+
+
+# ---- Kubernetes: the format library (named string formats and their validators) ------------------------------
+
+_DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
+_DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_LABEL_KEY = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE = "(" + _LABEL_KEY + ")?"
+
+
+def _regex_error(msg: str, regex: str, *examples: str) -> str:
+    """apimachinery's RegexError."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{regex}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{regex}')"
+
+
+def _full(regex: str) -> re.Pattern[str]:
+    return re.compile("^(?:" + regex + ")$")
+
+
+_RX = {name: _full(rx) for name, rx in (("label", _DNS1123_LABEL), ("subdomain", _DNS1123_SUBDOMAIN),
+                                        ("1035", _DNS1035_LABEL), ("key", _LABEL_KEY), ("value", _LABEL_VALUE))}
+_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+              "start and end with an alphanumeric character")
+_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+                  "and must start and end with an alphanumeric character")
+_DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                "alphabetic character, and end with an alphanumeric character")
+_KEY_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+            "alphanumeric character")
+_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+              "must start and end with an alphanumeric character")
+
+
+def _go_len(s: str) -> int:
+    return len(s.encode())
+
+
+def _dns1123_label(s: str) -> list[str]:
+    errs = []
+    if _go_len(s) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _RX["label"].match(s):
+        if _RX["subdomain"].match(s):
+            errs.append("must not contain dots")
+        else:
+            errs.append(_regex_error(_LABEL_MSG, _DNS1123_LABEL, "my-name", "123-abc"))
+    return errs
+
+
+def _dns1123_subdomain(s: str, unit: str = "characters") -> list[str]:
+    errs = []
+    if _go_len(s) > 253:
+        errs.append(f"must be no more than 253 {unit}")
+    if not _RX["subdomain"].match(s):
+        errs.append(_regex_error(_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN, "example.com"))
+    return errs
+
+
+def _dns1035_label(s: str) -> list[str]:
+    errs = []
+    if _go_len(s) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _RX["1035"].match(s):
+        errs.append(_regex_error(_DNS1035_MSG, _DNS1035_LABEL, "my-name", "abc-123"))
+    return errs
+
+
+def _qualified_name(s: str) -> list[str]:
+    """content.IsLabelKey (what IsQualifiedName is now)."""
+    errs: list[str] = []
+    parts = s.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + m for m in _dns1123_subdomain(prefix, "bytes"))
+    else:
+        return [
+            "a valid label key " + _regex_error(_KEY_MSG, _LABEL_KEY, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif _go_len(name) > 63:
+        errs.append("name part must be no more than 63 bytes")
+    if not _RX["key"].match(name):
+        errs.append("name part " + _regex_error(_KEY_MSG, _LABEL_KEY, "MyName", "my.name", "123-abc"))
+    return errs
+
+
+def _label_value(s: str) -> list[str]:
+    errs = []
+    if _go_len(s) > 63:
+        errs.append("must be no more than 63 bytes")
+    if not _RX["value"].match(s):
+        errs.append(_regex_error(_VALUE_MSG, _LABEL_VALUE, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def _mask_trailing_dash(s: str) -> str:
+    return s[:-2] + "a" if len(s) > 1 and s.endswith("-") else s
+
+
+def _uri(s: str) -> list[str]:
+    try:
+        _parse_url(s)
+    except CelEvalError:
+        return [f'parse "{s}": invalid URI for request']
+    return []
+
+
+_UUID = re.compile(r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$", re.IGNORECASE)
+_BASE64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$")
+_TIME_OF_DAY = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
+
+
+def _is_date(s: str) -> bool:
+    m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", s)
+    if m is None:
+        return False
+    try:
+        datetime.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_datetime(s: str) -> bool:
+    if len(s) < 4:
+        return False
+    parts = s.lower().split("t")
+    if len(parts) < 2 or not _is_date(parts[0]):
+        return False
+    m = _TIME_OF_DAY.search(parts[1])
+    return m is not None and m.group(1) <= "23" and m.group(2) <= "59" and m.group(3) <= "59"
+
+
+@dataclass(frozen=True)
+class NamedFormat:
+    """kubernetes.NamedFormat: a named string format with its validator (format.dns1123Label(), ...)."""
+
+    name: str
+    validate: Callable[[str], list[str]]
+    max_regex_size: int
+
+
+FORMATS: dict[str, NamedFormat] = {
+    "dns1123Label": NamedFormat("DNS1123Label", _dns1123_label, 30),
+    "dns1123Subdomain": NamedFormat("DNS1123Subdomain", _dns1123_subdomain, 60),
+    "dns1035Label": NamedFormat("DNS1035Label", _dns1035_label, 30),
+    "qualifiedName": NamedFormat("QualifiedName", _qualified_name, 60),
+    "dns1123LabelPrefix": NamedFormat("DNS1123LabelPrefix", lambda s: _dns1123_label(_mask_trailing_dash(s)), 30),
+    "dns1123SubdomainPrefix": NamedFormat("DNS1123SubdomainPrefix",
+                                          lambda s: _dns1123_subdomain(_mask_trailing_dash(s)), 60),
+    "dns1035LabelPrefix": NamedFormat("DNS1035LabelPrefix", lambda s: _dns1035_label(_mask_trailing_dash(s)), 30),
+    "labelValue": NamedFormat("LabelValue", _label_value, 40),
+    "uri": NamedFormat("URI", _uri, 1103),
+    "uuid": NamedFormat("uuid", lambda s: [] if _UUID.match(s) else ["does not match the UUID format"], 61),
+    "byte": NamedFormat("byte", lambda s: [] if _BASE64.match(s) else ["invalid base64"], 84),
+    "date": NamedFormat("date", lambda s: [] if _is_date(s) else ["invalid date"], len(_TIME_OF_DAY.pattern)),
+    "datetime": NamedFormat("datetime", lambda s: [] if _is_datetime(s) else ["invalid datetime"],
+                            len(_TIME_OF_DAY.pattern)),
+}
+
+
+def _format_validate(fmt: NamedFormat, s: str) -> Optional:
+    errors = fmt.validate(s)
+    return Optional(errors, True) if errors else NONE
+
+
+def _validate_cost(args: list[Any], result: Any) -> int:
+    return _ceil((1.0 + size_of(args[1])) * 0.1) * _ceil(args[0].max_regex_size * 0.25)
+
+
+_RUNTIME_KINDS["kubernetes.NamedFormat"] = (NamedFormat,)
+TYPE_NAMES[NamedFormat] = "kubernetes.NamedFormat"
+define("validate", "kubernetes.NamedFormat.validate(string) -> optional_type(list(string))", _format_validate,
+       cost=_validate_cost)
+define("format.named", "format.named(string) -> optional_type(kubernetes.NamedFormat)",
+       lambda name: Optional(FORMATS[name], True) if name in FORMATS else NONE, cost=_one)
+for _key, _fmt in FORMATS.items():
+    define(f"format.{_key}", f"format.{_key}() -> kubernetes.NamedFormat", lambda f=_fmt: f)

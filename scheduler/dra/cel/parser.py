@@ -451,7 +451,7 @@ class Parser:
             if name == "has" and len(args) == 1:
                 arg = args[0]
                 if not isinstance(arg, ast.Select) or arg.optional:
-                    raise ParseError(pos, "invalid argument to has() macro")
+                    raise ParseError(arg.pos, "invalid argument to has() macro")
                 return ast.Select(arg.pos, arg.operand, arg.field, test_only=True)
             return ast.Call(pos, name, args)
         if name == "bind" and len(args) == 3 and isinstance(target, ast.Ident) and target.name == "cel":

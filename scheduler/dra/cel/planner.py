@@ -596,7 +596,10 @@ def _pairs(value: Any, two: bool) -> list[tuple[Any, Any]]:
         return list(enumerate(value)) if two else [(x, None) for x in value]
     if tv is dict or tv is DefaultMap:
         return list(value.items())
-    raise CelEvalError(f"got '{GO_TYPE_NAMES.get(tv, tv.__name__)}', expected iterable type")
+    go_name = GO_TYPE_NAMES.get(tv, tv.__name__)
+    if two:
+        raise CelEvalError(f"unsupported comprehension range type: {go_name}")
+    raise CelEvalError(f"got '{go_name}', expected iterable type")
 
 
 def _bind(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn]) -> Fn:
