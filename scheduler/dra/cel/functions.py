@@ -385,6 +385,7 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
         try:
             compiled = re.compile(_re2_to_python(pattern))
         except re.error as e:
+            # Python's reason, in RE2's frame (the corpus has no invalid pattern evaluated at run time)
             raise CelEvalError(f"error parsing regexp: {e}: `{pattern}`") from None
         if len(_REGEX_CACHE) > 256:
             _REGEX_CACHE.clear()
@@ -392,9 +393,64 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
     return compiled
 
 
+_MULTILINE = re.compile(r"\(\?[a-zA-Z]*m[a-zA-Z]*[:)]")
+
+
 def _re2_to_python(pattern: str) -> str:
-    # RE2's \z is Python's \Z; Python has no possessive/backreference differences that matter here.
-    return pattern.replace(r"\z", r"\Z")
+    """Rewrite the RE2 syntax whose meaning differs in Python's re: `$` (end of text unless (?m)), `\\z`,
+    `\\Q...\\E`, `(?<name>`; refuse what RE2 refuses (look-arounds, backreferences) with its words."""
+    out: list[str] = []
+    multiline = _MULTILINE.search(pattern) is not None
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            if e == "Q":
+                end = pattern.find("\\E", i + 2)
+                literal = pattern[i + 2 :] if end < 0 else pattern[i + 2 : end]
+                out.append(re.escape(literal))
+                i = n if end < 0 else end + 2
+                continue
+            if e in "123456789" and not in_class:
+                raise CelEvalError(f"error parsing regexp: invalid escape sequence: `\\{e}`")
+            out.append("\\Z" if e == "z" and not in_class else c + e)
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            # a ] right after [ or [^ is a literal
+            if pattern[i : i + 1] == "^":
+                out.append("^")
+                i += 1
+            if pattern[i : i + 1] == "]":
+                out.append("\\]")
+                i += 1
+            continue
+        if c == "(" and pattern.startswith("(?", i):
+            for perl in ("(?=", "(?!", "(?<=", "(?<!"):
+                if pattern.startswith(perl, i):
+                    raise CelEvalError(f"error parsing regexp: invalid or unsupported Perl syntax: `{perl}`")
+            if pattern.startswith("(?<", i):
+                out.append("(?P<")
+                i += 3
+                continue
+        if c == "$" and not multiline:
+            out.append("\\Z")
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 define("matches", "string.matches(string) -> bool", lambda s, p: compile_regex(p).search(s) is not None,

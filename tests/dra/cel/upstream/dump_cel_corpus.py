@@ -369,6 +369,14 @@ PROBES = [
     '"%s".format(["a", "b"])',
     '"%s".format([type(1)])',
     '"%x".format([-255])',
+    '"abc\\n".matches("abc$")',
+    '"abc\\nx".matches("(?m)abc$")',
+    '"a.b".matches(r"\\Qa.b\\E") && !"axb".matches(r"^\\Qa.b\\E$")',
+    '"ab".matches("a(?=b)")',
+    '"aa".matches(r"(a)\\1")',
+    '"x]".matches("[]]")',
+    '"ab".find("(?P<first>a)") == "a"',
+    '"abc".matches(device.driver)',
 ]
 
 
