@@ -236,13 +236,15 @@ def compile_expression(expression: str, cost_limit: int = CEL_SELECTOR_EXPRESSIO
         return CompilationResult(expression, CelError("compilation failed: " + text))
     if output.name != "bool" and not is_dyn(output):
         return CompilationResult(expression, CelError(f"must evaluate to bool or the unknown type, not {output}"))
-    if metered is None:
-        metered = worst_case(root, checked) > cost_limit
-    plan = Planner(checked, metered, cost_limit)
     try:
+        if metered is None:
+            metered = worst_case(root, checked) > cost_limit
+        plan = Planner(checked, metered, cost_limit)
         program = plan.plan(root)
     except PlanError as e:
         return CompilationResult(expression, CelError("program instantiation failed: " + e.message))
+    except Exception as e:  # a bug of ours must fail this selector, never the scheduling loop
+        return CompilationResult(expression, CelError(f"unexpected compilation error: {type(e).__name__}: {e}"))
     return CompilationResult(expression, None, program, plan.slots, metered)
 
 

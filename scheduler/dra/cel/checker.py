@@ -169,10 +169,10 @@ class Checker:
         if name == "_?_:_":
             self.expect_bool(node.args[0], name)
             a, b = self.check(node.args[1]), self.check(node.args[2])
-            joined = t.join(a, b)
-            if joined is None:
-                raise CheckError(node.pos, f"found no matching overload for '_?_:_' applied to '(bool, {a}, {b})'")
-            return joined
+            if t.join(a, b) is None:
+                raise CheckError(node.pos, f"found no matching overload for '_?_:_' applied to "
+                                           f"'(bool, {_shown(a)}, {_shown(b)})'")
+            return t.join_elements(a, b)
         if name in ("_[_]", "_[?_]"):
             return self.index(node)
         target_type: t.Type | None = None
@@ -190,8 +190,8 @@ class Checker:
             # cel-go's homogeneous-literal validator exempts format()'s argument list (and what it holds)
             self.heterogeneous_ok.update(_literal_ids(node.args))
         arg_types = [self.check(a) for a in node.args]
-        if target_type == t.ERROR or t.ERROR in arg_types:
-            if fn is None and name not in DECLARED_ELSEWHERE:
+        if (target_type == t.ERROR or t.ERROR in arg_types) and fn is None:
+            if name not in DECLARED_ELSEWHERE:
                 raise CheckError(node.pos, f"undeclared reference to '{name}' (in container '')")
             return t.ERROR
         if name == "format" and isinstance(node.target, ast.Literal) and isinstance(node.target.value, str) and (
@@ -220,10 +220,10 @@ class Checker:
                 matches.append(ov)
                 results.append(t.substitute(ov.result, bindings))
         if not matches:
-            if member:
-                shown = f"{target_type}.({', '.join(str(a) for a in arg_types)})"
+            if target_type is not None:
+                shown = f"{_shown(target_type)}.({', '.join(_shown(a) for a in arg_types)})"
             else:
-                shown = f"({', '.join(str(a) for a in arg_types)})"
+                shown = f"({', '.join(_shown(a) for a in arg_types)})"
             raise CheckError(node.pos, f"found no matching overload for '{name}' applied to '{shown}'")
         self.result.overloads[id(node)] = matches
         if name == "dyn":
@@ -394,7 +394,9 @@ def _check_format(node: ast.Call, template: str, args: ast.CreateList, checked: 
 
 
 def _shown(typ: t.Type) -> str:
-    """Types as the homogeneous-literal validator names them (null_type reads 'null' there)."""
+    """Types as cel-go's checker messages name them (null_type reads 'null' there)."""
+    if typ.params:
+        return f"{typ.name}({', '.join(_shown(p) for p in typ.params)})"
     return "null" if typ == t.NULL else str(typ)
 
 

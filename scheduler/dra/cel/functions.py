@@ -81,7 +81,9 @@ class Function:
 
     def mismatch(self, values: tuple[Any, ...]) -> CelEvalError:
         if self.operator:
-            if self.trait is not None and values and type(values[0]) not in self.trait:
+            # a first argument without the trait fails in the interpreter ("no such overload: _-_") unless it is
+            # a receiver type (strings), whose Receive answers the bare error
+            if self.trait is not None and values and type(values[0]) not in self.trait and type(values[0]) is not str:
                 return CelEvalError(f"no such overload: {self.name}")
             return no_such_overload()
         return CelEvalError(f"no such overload: {self.name}({', '.join(type_name(v) for v in values)})")
@@ -301,11 +303,19 @@ define("-_", "-_(int) -> int", lambda a: _check_int(-a), operator=True)
 define("-_", "-_(double) -> double", lambda a: -a, operator=True)
 
 
+# Timestamps and durations exist only in signatures (nothing here makes one): `dyn - null` type-checks as in
+# cel-go, through them, and fails at run time.
+_TS, _DUR = "google.protobuf.Timestamp", "google.protobuf.Duration"
+for _sig in (f"_+_({_TS}, {_DUR}) -> {_TS}", f"_+_({_DUR}, {_TS}) -> {_TS}", f"_+_({_DUR}, {_DUR}) -> {_DUR}"):
+    define("_+_", _sig, lambda a, b: no_such_overload(), operator=True)
+for _sig in (f"_-_({_TS}, {_TS}) -> {_DUR}", f"_-_({_TS}, {_DUR}) -> {_TS}", f"_-_({_DUR}, {_DUR}) -> {_DUR}"):
+    define("_-_", _sig, lambda a, b: no_such_overload(), operator=True)
+
 _NUMBERS = frozenset([int, Uint, float])
 FUNCTIONS["_+_"].trait = _NUMBERS | {str, bytes, list, tuple}
 FUNCTIONS["_-_"].trait = FUNCTIONS["_*_"].trait = FUNCTIONS["_/_"].trait = _NUMBERS
 FUNCTIONS["_%_"].trait = frozenset([int, Uint])
-FUNCTIONS["-_"].trait = frozenset([int, float])
+FUNCTIONS["-_"].trait = frozenset([int, float, bool])  # types.Bool is a Negater (its impl then refuses it)
 
 # ---- comparison ---------------------------------------------------------------------------------------------
 
@@ -331,6 +341,10 @@ for _op, _cmp in (("_<_", lambda c: c < 0), ("_<=_", lambda c: c <= 0), ("_>_", 
                    cost=_min_size if _a in _STRING_COST else None)
 
 for _op in ("_<_", "_<=_", "_>_", "_>=_"):
+    # timestamps and durations have no values here (no function makes them), but their overloads exist,
+    # so `dyn < null` type-checks as in cel-go (null is assignable to them) and fails at run time
+    for _t in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+        define(_op, f"{_op}({_t}, {_t}) -> bool", lambda a, b: compare(a, b) < 0, operator=True)
     FUNCTIONS[_op].trait = _NUMBERS | {str, bytes, bool}
 
 define("_==_", "_==_(A, A) -> bool", equals_operator, operator=True, cost=_equals_cost)

@@ -26,6 +26,7 @@ from scheduler.dra.cel.values import (
     CostLimitExceeded,
     DefaultMap,
     Optional,
+    Semver,
     Uint,
     compare,
     equals,
@@ -60,7 +61,9 @@ def select_value(operand: Any, name: str) -> Any:
     getter = getattr(operand, "cel_field", None)
     if getter is not None:
         return getter(name)
-    raise CelEvalError(f"no such key: {name}" if to is Optional else no_such_overload().message)
+    if to is list or to is tuple:
+        raise CelEvalError("unsupported index type 'string' in list")
+    raise CelEvalError(f"no such key: {name}")
 
 
 def index_value(operand: Any, key: Any) -> Any:
@@ -73,7 +76,7 @@ def index_value(operand: Any, key: Any) -> Any:
         elif tk is float:
             raise CelEvalError(f"unsupported index value {key} in list")
         else:
-            raise no_such_overload()
+            raise CelEvalError(f"unsupported index type '{type_name(key)}' in list")
         if i < 0 or i >= len(operand):
             raise CelEvalError(f"index out of bounds: {i}")
         return operand[i]
@@ -86,7 +89,7 @@ def index_value(operand: Any, key: Any) -> Any:
         if not found:
             raise CelEvalError(f"no such key: {_key_text(key)}")
         return value
-    raise no_such_overload()
+    raise CelEvalError(f"no such key: {_key_text(key)}")
 
 
 def iterate(value: Any) -> list[Any] | tuple[Any, ...]:
@@ -211,7 +214,9 @@ class Planner:
                     return name in o
                 if getattr(o, "cel_field", None) is not None:
                     return True
-                raise CelEvalError(f"invalid type for field selection: {type_name(o)}")
+                if to is list or to is tuple:
+                    raise CelEvalError("unsupported index type 'string' in list")
+                return False
 
             return has
         if node.optional:
@@ -225,9 +230,11 @@ class Planner:
                     return Optional(o[name], True) if name in o else NONE
                 if type(o) is DefaultMap:
                     return Optional(o[name], True)
-                return Optional(select_value(o, name), True)
+                if type(o) in (list, tuple) or getattr(o, "cel_field", None) is not None:
+                    return Optional(select_value(o, name), True)
+                return NONE  # a scalar has no fields: cel-go answers none, not an error
 
-            return self.add_cost(opt_select, 1)
+            return opt_select  # an optional qualifier is not observed by cel-go's cost tracker
         if isinstance(node.operand, ast.Ident) and node.operand.name == "device" and not self.shadowed("device"):
             attr = {"driver": "driver", "allowMultipleAllocations": "allow_multiple_allocations",
                     "attributes": "attributes", "capacity": "capacity"}[name]
@@ -299,6 +306,10 @@ class Planner:
                     raise PlanError(e.message) from None
                 self.constants[id(node)] = result
                 return lambda f: result
+        if name == "@in":
+            members = self.constant(node.args[1])
+            if type(members) is list and all(type(m) in _SET_MEMBER_TYPES for m in members):
+                return _set_membership(args[0], members)
         if node.target is not None and qualified is None:
             args.insert(0, self.visit(node.target))
         fname = qualified or name
@@ -330,13 +341,17 @@ class Planner:
         if len(overloads) != 1 and name in ORDERING and not tracked:
             return _ordering(name, args[0], args[1], overloads, mismatch)
         if len(overloads) != 1:
+            # dispatched at run time, cel-go prices the call by function name only (Kubernetes' estimator,
+            # equality), else 1: the overload-specific prices need the overload the checker did not pick
+            named_cost = name in NAME_PRICED
+
             def multi(f: Frame) -> Any:
                 values = tuple(a(f) for a in args)
                 for ov in overloads:
                     if ov.accepts(values):
                         result = ov.impl(*values)
                         if tracked:
-                            f[COST] += 1 if ov.cost is None else ov.cost(list(values), result)
+                            f[COST] += ov.cost(list(values), result) if named_cost and ov.cost else 1
                             if f[COST] > limit:
                                 raise CostLimitExceeded(COST_LIMIT_MESSAGE)
                         return result
@@ -402,6 +417,8 @@ class Planner:
         stop = is_or  # the value that decides: true for ||, false for &&
 
         def guarded(f: Frame) -> bool:
+            # cel-go's evalAnd/evalOr: a deciding term wins; otherwise the first term that is an error, or
+            # not a bool ("no such overload"), is the answer
             error: CelEvalError | None = None
             try:
                 lv = left(f)
@@ -409,21 +426,22 @@ class Planner:
                 raise
             except CelEvalError as e:
                 error, lv = e, None
-            if lv is stop:
-                return bool(stop)
+            else:
+                if lv is stop:
+                    return bool(stop)
+                if type(lv) is not bool:
+                    error = no_such_overload()
             try:
                 rv = right(f)
             except CostLimitExceeded:
                 raise
-            except CelEvalError:
-                if error is not None:
-                    raise error from None
-                raise
+            except CelEvalError as e:
+                raise (error or e) from None
             if rv is stop:
                 return bool(stop)
             if error is not None:
                 raise error
-            if type(lv) is not bool or type(rv) is not bool:
+            if type(rv) is not bool:
                 raise no_such_overload()
             return not stop
 
@@ -465,9 +483,7 @@ class Planner:
             try:
                 return Optional(index_value(o, k), True)
             except CelEvalError:
-                if type(o) in (dict, DefaultMap, list, tuple):
-                    return NONE
-                raise
+                return NONE
 
         return opt_index
 
@@ -572,6 +588,41 @@ def _ordering(name: str, left: Fn, right: Fn, overloads: list[Overload],
         raise mismatch(values)
 
     return ordered
+
+
+# Functions Kubernetes' CostEstimator (or cel-go's equality) prices by name, whatever the overload.
+NAME_PRICED = frozenset(
+    [
+        "_==_", "_!=_", "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes", "url", "lowerAscii",
+        "upperAscii", "substring", "trim", "replace", "split", "join", "find", "findAll", "cidr", "isIP", "isCIDR",
+        "ip", "ip.isCanonical", "containsIP", "containsCIDR", "quantity", "isQuantity", "semver", "isSemver",
+        "validate", "format.named", "sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan",
+        "isLessThan", "compareTo", "add", "sub", "major", "minor", "patch", "getScheme", "getHostname", "getHost",
+        "getPort", "getEscapedPath", "getQuery", "masked", "prefixLength", "family", "isUnspecified", "isLoopback",
+        "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast",
+    ]
+)
+_SET_MEMBER_TYPES = frozenset([bool, int, Uint, float, str])
+# Go values that cannot be map keys: cel-go's set lookup panics on them, and reports the panic
+_UNHASHABLE = {Semver: "cel.Semver", bytes: "types.Bytes"}
+
+
+def _set_membership(element: Fn, members: list[Any]) -> Fn:
+    """`x in [constants]`: cel-go's optimizer turns it into a Go map lookup (free of cost, and failing on
+    values Go cannot hash)."""
+    if not members:
+        return lambda f: False
+
+    def member(f: Frame) -> bool:
+        v = element(f)
+        go_name = _UNHASHABLE.get(type(v))
+        if go_name is None and type(v).__name__ == "NamedFormat":
+            go_name = "cel.Format"
+        if go_name is not None:
+            raise CelEvalError(f"internal error: runtime error: hash of unhashable type {go_name}")
+        return any(equals(v, m) for m in members)
+
+    return member
 
 
 def _is_attribute(node: ast.Node) -> bool:

@@ -2,7 +2,8 @@
 
 Run by hand (needs Go and the module cache tests/cluster/build.sh fills); the unit tests only read the JSON:
 
-    python3 tests/dra/cel/upstream/dump_cel_corpus.py
+    python3 tests/dra/cel/upstream/dump_cel_corpus.py            # cel_corpus.json
+    python3 tests/dra/cel/upstream/dump_cel_corpus.py --fuzz     # cel_fuzz.json (fuzz.py, seed FUZZ_SEED)
 
 Expressions are collected from the Go sources of the pinned release (DRA's cel and structured tests, the DRA
 e2e/integration/scheduler_perf selectors, apiserver's CEL library tests, cel-go's extension tests) plus the
@@ -30,6 +31,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[3]
 K8S_MODULE = REPO / "tests" / "cluster" / "k8s"
 OUT = HERE / "cel_corpus.json"
+FUZZ_OUT = HERE / "cel_fuzz.json"
+FUZZ_SEED, FUZZ_EXPRESSIONS, FUZZ_DEVICES = 20261201, 600, 5
 
 # (module directory in the cache, glob, regex of the field that holds an expression)
 SOURCES = [
@@ -414,17 +417,8 @@ def collect(gomodcache: Path) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
-def main() -> int:
-    gomodcache = Path(subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
-                                     check=True).stdout.strip())
-    expressions = collect(gomodcache)
-    cases: list[dict[str, Any]] = []
-    for n, (expr, source) in enumerate(expressions):
-        devices = list(DEVICES) if "device" in expr else ["empty"]
-        for name in devices:
-            dev = DEVICES[name]
-            cases.append({"id": f"{n}/{name}", "source": source, "expression": expr, "deviceName": name,
-                          "driver": dev["driver"], "device": dev["device"]})
+def evaluate_with_cel_go(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """cel-go's answers to the cases ({id, expression, driver, device}), by id."""
     with tempfile.TemporaryDirectory(prefix="cel-dump-") as tmp:
         work = Path(tmp)
         shutil.copy(K8S_MODULE / "go.mod", work / "go.mod")
@@ -436,18 +430,61 @@ def main() -> int:
         inputs = [{k: c[k] for k in ("id", "expression", "driver", "device")} for c in cases]
         proc = subprocess.run([str(work / "evalcorpus.bin")], input=json.dumps(inputs), capture_output=True,
                               text=True, check=True)
-    answers = {a["id"]: a for a in json.loads(proc.stdout)}
+    return {a["id"]: a for a in json.loads(proc.stdout)}
+
+
+def write(path: Path, doc: dict[str, Any]) -> None:
+    # One case per line: reviewable diffs when upstream changes, a third of the indented size.
+    lines = [json.dumps(c, sort_keys=True, ensure_ascii=False) for c in doc["cases"]]
+    head = json.dumps({k: v for k, v in doc.items() if k != "cases"}, indent=1, sort_keys=True, ensure_ascii=False)
+    path.write_text(head[:-2] + ',\n "cases": [\n' + ",\n".join(lines) + "\n ]\n}\n")
+
+
+def dump_corpus(gomodcache: Path) -> None:
+    expressions = collect(gomodcache)
+    cases: list[dict[str, Any]] = []
+    for n, (expr, source) in enumerate(expressions):
+        devices = list(DEVICES) if "device" in expr else ["empty"]
+        for name in devices:
+            dev = DEVICES[name]
+            cases.append({"id": f"{n}/{name}", "source": source, "expression": expr, "deviceName": name,
+                          "driver": dev["driver"], "device": dev["device"]})
+    answers = evaluate_with_cel_go(cases)
     for c in cases:
         answer = answers[c["id"]]
         c["expected"] = {k: v for k, v in answer.items() if k != "id"}
         del c["driver"], c["device"]
-    doc = {"upstream": "k8s.io/dynamic-resource-allocation@v0.37.2 (cel-go v0.29.2)", "devices": DEVICES,
-           "cases": cases}
-    # One case per line: reviewable diffs when upstream changes, a third of the indented size.
-    lines = [json.dumps(c, sort_keys=True, ensure_ascii=False) for c in cases]
-    head = json.dumps({k: v for k, v in doc.items() if k != "cases"}, indent=1, sort_keys=True, ensure_ascii=False)
-    OUT.write_text(head[:-2] + ',\n "cases": [\n' + ",\n".join(lines) + "\n ]\n}\n")
+    write(OUT, {"upstream": "k8s.io/dynamic-resource-allocation@v0.37.2 (cel-go v0.29.2)", "devices": DEVICES,
+                "cases": cases})
     print(f"wrote {OUT} ({len(expressions)} expressions, {len(cases)} cases)")
+
+
+def dump_fuzz() -> None:
+    sys.path.insert(0, str(HERE))
+    import fuzz  # type: ignore[import-not-found]
+
+    expressions, devices = fuzz.generate(FUZZ_SEED, FUZZ_EXPRESSIONS, FUZZ_DEVICES)
+    cases = [{"id": f"{n}/{d}", "expression": e, "deviceIndex": d, "driver": devices[d]["driver"],
+              "device": devices[d]["device"]} for n, e in enumerate(expressions) for d in range(len(devices))]
+    answers = evaluate_with_cel_go(cases)
+    rows = []
+    for n, e in enumerate(expressions):
+        got = [answers[f"{n}/{d}"] for d in range(len(devices))]
+        rows.append({"expression": e, "compileError": got[0]["compileError"],
+                     "results": [[a["matches"], a["error"], a["actualCost"]] for a in got]})
+    doc = {"upstream": "k8s.io/dynamic-resource-allocation@v0.37.2 (cel-go v0.29.2)", "seed": FUZZ_SEED,
+           "devices": devices, "cases": rows}
+    write(FUZZ_OUT, doc)
+    print(f"wrote {FUZZ_OUT} ({len(expressions)} expressions x {len(devices)} devices)")
+
+
+def main() -> int:
+    gomodcache = Path(subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
+                                     check=True).stdout.strip())
+    if "--fuzz" in sys.argv[1:]:
+        dump_fuzz()
+    else:
+        dump_corpus(gomodcache)
     return 0
 
 
