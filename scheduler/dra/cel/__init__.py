@@ -227,8 +227,8 @@ def compile_expression(expression: str, cost_limit: int = CEL_SELECTOR_EXPRESSIO
         root = parse(expression)
         output, checked, errors = check(root)
     except ParseError as e:
-        return CompilationResult(expression, CelError("compilation failed: " + format_error(expression, e.pos,
-                                                                                             e.message)))
+        text = "\n".join(format_error(expression, err.pos, err.message) for err in e.all())
+        return CompilationResult(expression, CelError("compilation failed: " + text))
     except RecursionError:
         return CompilationResult(expression, CelError("compilation failed: expression recursion limit exceeded"))
     if errors:

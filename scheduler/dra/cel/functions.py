@@ -792,7 +792,7 @@ def _sum(zero: Any) -> Impl:
 def _extreme(sign: int) -> Impl:
     def impl(items: Any) -> Any:
         if not items:
-            raise CelEvalError(f"{'max' if sign > 0 else 'min'}(list) called on empty list")
+            raise CelEvalError(f"{'max' if sign > 0 else 'min'} called on empty list")
         best = items[0]
         for x in items[1:]:
             if compare(x, best) * sign > 0:
@@ -903,7 +903,12 @@ define("flatten", "list(dyn).flatten() -> list(dyn)", _flatten, cost=_flatten_co
 define("flatten", "list(dyn).flatten(int) -> list(dyn)", _flatten, cost=_flatten_cost)
 define("distinct", "list(A).distinct() -> list(A)", _distinct, cost=lambda args, r: self_compare_cost(args[0]))
 define("reverse", "list(A).reverse() -> list(A)", lambda items: list(reversed(items)), cost=_output_size_cost)
-define("sort", "list(A).sort() -> list(A)", _sort, cost=lambda args, r: self_compare_cost(args[0]))
+for _name in ("int", "uint", "double", "bool", "string", "bytes", "google.protobuf.Timestamp",
+              "google.protobuf.Duration"):
+    # one overload per comparable type, as ext.Lists declares them (a dyn receiver then sorts to dyn)
+    define("sort", f"list({_name}).sort() -> list({_name})", _sort, cost=lambda args, r: self_compare_cost(args[0]),
+           operator=True)
+FUNCTIONS["sort"].trait = frozenset([list, tuple])  # a singleton binding with the Lister trait
 define("lists.range", "lists.range(int) -> list(int)", _range, cost=_output_size_cost)
 define("first", "list(A).first() -> optional_type(A)", _first)
 define("last", "list(A).last() -> optional_type(A)", _last)

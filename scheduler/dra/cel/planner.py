@@ -25,6 +25,7 @@ from scheduler.dra.cel.values import (
     CelEvalError,
     CostLimitExceeded,
     DefaultMap,
+    Fatal,
     Optional,
     Semver,
     Uint,
@@ -290,7 +291,7 @@ class Planner:
             if fused is not None:
                 return fused
             operand, key = self.visit(node.args[0]), self.visit(node.args[1])
-            return self.add_cost(lambda f: index_value(operand(f), key(f)), 1)
+            return self.add_cost(lambda f: index_value(*_both(operand, key, f)), 1)
         if name == "_[?_]":
             return self.add_cost(self.optional_index(node), 1)
         qualified = self.checked.qualified.get(id(node))
@@ -311,7 +312,10 @@ class Planner:
             if type(members) is list and all(type(m) in _SET_MEMBER_TYPES for m in members):
                 return _set_membership(args[0], members)
         if node.target is not None and qualified is None:
-            args.insert(0, self.visit(node.target))
+            target = self.visit(node.target)
+            if name in LISTER_COST_TRACKED:
+                target = _lister_or_panic(target)
+            args.insert(0, target)
         fname = qualified or name
         function = FUNCTIONS[fname]
         overloads = self.checked.overloads.get(id(node)) or [
@@ -346,7 +350,7 @@ class Planner:
             named_cost = name in NAME_PRICED
 
             def multi(f: Frame) -> Any:
-                values = tuple(a(f) for a in args)
+                values = _all(args, f)
                 for ov in overloads:
                     if ov.accepts(values):
                         result = ov.impl(*values)
@@ -384,7 +388,7 @@ class Planner:
             g0, g1 = guards
 
             def binary(f: Frame) -> Any:
-                v0, v1 = a0(f), a1(f)
+                v0, v1 = _both(a0, a1, f)
                 if (g0 is not None and type(v0) not in g0) or (g1 is not None and type(v1) not in g1):
                     raise mismatch((v0, v1))
                 result = impl(v0, v1)
@@ -395,11 +399,14 @@ class Planner:
                 return result
 
             if g0 is None and g1 is None and not tracked:
-                return lambda f: impl(a0(f), a1(f))
+                def plain(f: Frame) -> Any:
+                    return impl(*_both(a0, a1, f))
+
+                return plain
             return binary
 
         def nary(f: Frame) -> Any:
-            values = tuple(a(f) for a in args)
+            values = _all(args, f)
             for g, v in zip(guards, values, strict=True):
                 if g is not None and type(v) not in g:
                     raise mismatch(values)
@@ -422,7 +429,7 @@ class Planner:
             error: CelEvalError | None = None
             try:
                 lv = left(f)
-            except CostLimitExceeded:
+            except Fatal:
                 raise
             except CelEvalError as e:
                 error, lv = e, None
@@ -433,7 +440,7 @@ class Planner:
                     error = no_such_overload()
             try:
                 rv = right(f)
-            except CostLimitExceeded:
+            except Fatal:
                 raise
             except CelEvalError as e:
                 raise (error or e) from None
@@ -577,7 +584,7 @@ def _ordering(name: str, left: Fn, right: Fn, overloads: list[Overload],
     op = ORDERING[name]
 
     def ordered(f: Frame) -> Any:
-        a, b = left(f), right(f)
+        a, b = _both(left, right, f)
         ta = type(a)
         if ta is type(b) and ta in _FAST_ORDERED:
             return op(a, b) if ta is not float or (a == a and b == b) else False
@@ -602,6 +609,32 @@ NAME_PRICED = frozenset(
         "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast",
     ]
 )
+# ext.Lists' cost trackers of these functions cast their receiver to traits.Lister, even when it is an error
+# or not a list (cel-go's cost tracking is always on in Kubernetes), and the panic becomes the answer.
+LISTER_COST_TRACKED = frozenset(["distinct"])  # sort has one overload per type: a dyn receiver is dispatched
+_GO_LISTER_MISSING = {str: ("types.String", "Contains"), int: ("types.Int", "Contains"),
+                      Uint: ("types.Uint", "Contains"), float: ("types.Double", "Contains"),
+                      bytes: ("types.Bytes", "Contains"), bool: ("types.Bool", "Add")}
+
+
+def _lister_or_panic(target: Fn) -> Fn:
+    def receiver(f: Frame) -> Any:
+        try:
+            value = target(f)
+        except Fatal:
+            raise
+        except CelEvalError:
+            raise Fatal("internal error: interface conversion: *types.Err is not traits.Lister: "
+                        "missing method Add") from None
+        if type(value) not in (list, tuple):
+            go_name, missing = _GO_LISTER_MISSING.get(type(value), (GO_TYPE_NAMES.get(type(value), "ref.Val"), "Add"))
+            raise Fatal(f"internal error: interface conversion: {go_name} is not traits.Lister: "
+                        f"missing method {missing}")
+        return value
+
+    return receiver
+
+
 _SET_MEMBER_TYPES = frozenset([bool, int, Uint, float, str])
 # Go values that cannot be map keys: cel-go's set lookup panics on them, and reports the panic
 _UNHASHABLE = {Semver: "cel.Semver", bytes: "types.Bytes"}
@@ -619,10 +652,44 @@ def _set_membership(element: Fn, members: list[Any]) -> Fn:
         if go_name is None and type(v).__name__ == "NamedFormat":
             go_name = "cel.Format"
         if go_name is not None:
-            raise CelEvalError(f"internal error: runtime error: hash of unhashable type {go_name}")
+            raise Fatal(f"internal error: runtime error: hash of unhashable type {go_name}")
         return any(equals(v, m) for m in members)
 
     return member
+
+
+def _both(a: Fn, b: Fn, f: Frame) -> tuple[Any, Any]:
+    """Evaluate two arguments as cel-go does: both, then the first error (unless the second is fatal)."""
+    try:
+        va = a(f)
+    except Fatal:
+        raise
+    except CelEvalError:
+        try:
+            b(f)
+        except Fatal:
+            raise
+        except CelEvalError:
+            pass
+        raise
+    return va, b(f)
+
+
+def _all(args: list[Fn], f: Frame) -> tuple[Any, ...]:
+    """Every argument, in order; the first error once all ran (a later fatal error wins)."""
+    values: list[Any] = []
+    first: CelEvalError | None = None
+    for a in args:
+        try:
+            values.append(a(f))
+        except Fatal:
+            raise
+        except CelEvalError as e:
+            first = first or e
+            values.append(None)
+    if first is not None:
+        raise first
+    return tuple(values)
 
 
 def _is_attribute(node: ast.Node) -> bool:
@@ -702,7 +769,7 @@ def _quantifier(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]],
                     _charge(f, condition_cost + 1, limit)
                 try:
                     r = pred(f)
-                except CostLimitExceeded:
+                except Fatal:
                     raise
                 except CelEvalError as e:
                     error = error or e
@@ -739,7 +806,7 @@ def _exists_one(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list
                 f[slot2] = v
             try:
                 r = pred(f)
-            except CostLimitExceeded:
+            except Fatal:
                 raise
             except CelEvalError as e:
                 error = e
@@ -784,7 +851,7 @@ def _collect(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn
                 if pred is not None:
                     try:
                         keep = pred(f)
-                    except CostLimitExceeded:
+                    except Fatal:
                         raise
                     except CelEvalError as e:
                         error = e  # `pred ? ... : accu` with an erring predicate
@@ -803,7 +870,7 @@ def _collect(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn
                     continue
                 try:
                     value = transform(f)
-                except CostLimitExceeded:
+                except Fatal:
                     raise
                 except CelEvalError as e:
                     error = e

@@ -24,8 +24,13 @@ class CelEvalError(Exception):
         self.message = message
 
 
-class CostLimitExceeded(CelEvalError):
-    """The runtime cost limit was reached (cel-go cancels the evaluation; nothing absorbs it)."""
+class Fatal(CelEvalError):
+    """An error that ends the whole evaluation in cel-go (a cancellation or a recovered panic): `||`, `&&`
+    and macros never absorb it."""
+
+
+class CostLimitExceeded(Fatal):
+    """The runtime cost limit was reached (cel-go cancels the evaluation)."""
 
 
 NO_SUCH_OVERLOAD = "no such overload"

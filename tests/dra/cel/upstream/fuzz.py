@@ -90,7 +90,7 @@ class Generator:
 
     def value(self, depth: int) -> str:
         r = self.rng
-        kind = r.randint(0, 9)
+        kind = r.randint(0, 13)
         if kind < 4 or depth <= 0:
             return self.attr()
         if kind == 4:
@@ -104,11 +104,23 @@ class Generator:
                 f'device.attributes["{r.choice(DOMAINS)}"].?{r.choice(NAMES)}.orValue({self.literal()})')
         if kind == 8:
             return f"({self.bool(depth - 1)} ? {self.value(depth - 1)} : {self.value(depth - 1)})"
+        if kind == 10:
+            fn = r.choice(["lowerAscii()", "upperAscii()", "trim()", "substring(1)", "charAt(0)", 'replace("a", "b")',
+                           'indexOf("a")', 'split("-").size()', 'lastIndexOf("0")', 'substring(0, 2)'])
+            return f"{self.attr()}.{fn}"
+        if kind == 11:
+            fn = r.choice(["sum()", "min()", "max()", "isSorted()", "indexOf(1)", "distinct().size()", "sort()",
+                           "reverse()", "slice(0, 1)", "first().orValue(0)"])
+            return f"{self.attr()}.{fn}"
+        if kind == 12:
+            return r.choice(["9223372036854775807", "-9223372036854775808", "18446744073709551615u", "1e308"])
+        if kind == 13:
+            return f'({self.attr()} + "{r.choice(STRINGS)}")'
         return f"{self.attr()}.size()"
 
     def bool(self, depth: int) -> str:
         r = self.rng
-        kind = r.randint(0, 17)
+        kind = r.randint(0, 21)
         if depth <= 0:
             kind = r.choice([0, 1, 2])
         if kind == 0:
@@ -152,6 +164,16 @@ class Generator:
             return f"({self.bool(depth - 1)} ? {self.bool(depth - 1)} : {self.bool(depth - 1)})"
         if kind == 16:
             return f'device.attributes["{r.choice(DOMAINS)}"].exists(k, k.startsWith("{r.choice("mcfi")}"))'
+        if kind == 18:
+            fn = r.choice(["contains", "intersects", "equivalent"])
+            return f"sets.{fn}({self.attr()}, [{self.literal()}])"
+        if kind == 19:
+            macro = r.choice(["all", "exists", "existsOne"])
+            return f"{self.attr()}.{macro}(i, v, {self.pred('v', depth - 1)})"
+        if kind == 20:
+            return f"{self.attr()}.transformList(i, v, v).size() {r.choice(['==', '<'])} {r.randint(0, 3)}"
+        if kind == 21:
+            return f'device.attributes["{r.choice(DOMAINS)}"].size() {r.choice(["==", ">"])} {r.randint(0, 4)}'
         return f"dyn({self.value(depth - 1)}) {r.choice(['==', '<', '>'])} dyn({self.value(depth - 1)})"
 
     def pred(self, var: str, depth: int) -> str:
