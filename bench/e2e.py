@@ -778,9 +778,16 @@ class SchedulerUnderTest:
     """Starts and stops one scheduler process against the control plane."""
 
     def __init__(
-        self, kind: str, cp: ControlPlane, log_dir: Path, profile: Path | None = None, env: Mapping[str, str] = {}
+        self,
+        kind: str,
+        cp: ControlPlane,
+        log_dir: Path,
+        profile: Path | None = None,
+        env: Mapping[str, str] = {},
+        profiles: Sequence[JSON] | None = None,
     ) -> None:
         self.kind = kind
+        self.profiles = profiles  # pyscheduler's KubeSchedulerConfiguration profiles (default: its default one)
         self.env = dict(env)  # extra environment for pyscheduler (e.g. PYSCHEDULER_GC=default for an A/B run)
         self.cp = cp
         self.log_dir = log_dir
@@ -800,6 +807,7 @@ class SchedulerUnderTest:
                     "kind": "KubeSchedulerConfiguration",
                     "clientConnection": {"qps": CLIENT_QPS, "burst": CLIENT_BURST},
                     "leaderElection": {"leaderElect": False},
+                    **({"profiles": list(self.profiles)} if self.profiles is not None else {}),
                 }
             )
         )
