@@ -785,9 +785,12 @@ class SchedulerUnderTest:
         profile: Path | None = None,
         env: Mapping[str, str] = {},
         profiles: Sequence[JSON] | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.kind = kind
         self.profiles = profiles  # pyscheduler's KubeSchedulerConfiguration profiles (default: its default one)
+        self.extra_args = list(extra_args)  # more `pyscheduler run` flags (e.g. --enable-debug-handlers)
+        self.port = 0  # pyscheduler's secure port once started
         self.env = dict(env)  # extra environment for pyscheduler (e.g. PYSCHEDULER_GC=default for an A/B run)
         self.cp = cp
         self.log_dir = log_dir
@@ -830,7 +833,9 @@ class SchedulerUnderTest:
             "127.0.0.1",
             "-v",
             "2",
+            *self.extra_args,
         ]
+        self.port = port
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **self.env}
         self.process = ManagedProcess(PYSCHEDULER, argv, self.log_dir / f"pyscheduler.{tag}.log", env=env).start()
         deadline = time.monotonic() + READY_TIMEOUT
