@@ -282,3 +282,15 @@ async def test_feasible_nodes_runs_every_node() -> None:
     """The proof step evaluates all nodes (no percentageOfNodesToScore sampling)."""
     sched = await Cluster([make_node(f"n{i}") for i in range(300)])._run()
     assert len(feasible_nodes(sched.profiles["pyscheduler"], make_pod("p").info(), sched.cache.fresh_snapshot())) == 300
+
+
+async def test_two_taints_on_one_node_are_one_combination() -> None:
+    """A node with two taints the pod does not tolerate: neither toleration alone opens it (each is partial),
+    the pair does, and applying both binds the pod there."""
+    cluster = Cluster([make_node("n").taint("a", "1").taint("b", "2")])
+    expl = await cluster.explain(make_pod("p"))
+    [fix] = expl.fixes
+    assert fix.kind == "combination" and fix.nodes == ["n"]
+    assert fix.description == "tolerate taint a=1:NoSchedule and tolerate taint b=2:NoSchedule"
+    fixed = make_pod("p").toleration("a", "1", "NoSchedule").toleration("b", "2", "NoSchedule")
+    assert await cluster.place(fixed) == "n"
