@@ -442,7 +442,7 @@ async def simulate_async(
                     track(pod)
                     cluster.apply_pod(pod)
         elif kind == "Pod":
-            stored = admit_pod(obj)  # what the API server stores on create (matchLabelKeys merged)
+            stored = admit_pod(obj, cluster.nodes)  # what the API server stores on create (matchLabelKeys merged)
             # Parsed by load_documents unless admission changed it (then it is a new object).
             info = parsed.get(id(obj)) if stored is obj else None
             obj = copy.deepcopy(obj) if stored is obj and not own_objects else stored

@@ -86,6 +86,7 @@ class ActionType(Flag):
     UPDATE_NODE_TAINT = auto()
     UPDATE_NODE_CONDITION = auto()
     UPDATE_NODE_ANNOTATION = auto()
+    UPDATE_NODE_DECLARED_FEATURE = auto()  # status.declaredFeatures changed (NodeDeclaredFeatures)
     UPDATE_POD_LABEL = auto()
     UPDATE_POD_SCALE_DOWN = auto()
     UPDATE_POD_TOLERATION = auto()
@@ -97,6 +98,7 @@ class ActionType(Flag):
         | UPDATE_NODE_TAINT
         | UPDATE_NODE_CONDITION
         | UPDATE_NODE_ANNOTATION
+        | UPDATE_NODE_DECLARED_FEATURE
         | UPDATE_POD_LABEL
         | UPDATE_POD_SCALE_DOWN
         | UPDATE_POD_TOLERATION

@@ -121,6 +121,19 @@ async def test_uncordon() -> None:
     assert [f.description for f in expl.fixes] == ["uncordon node only"]
 
 
+async def test_declare_features() -> None:
+    """NodeDeclaredFeatures: each node that lacks the feature is proposed, and the node declaring it (as its
+    kubelet would after an upgrade) really takes the pod."""
+    feature = "RestartAllContainersOnContainerExits"
+    pod = make_pod("p").req(cpu="100m").restart_rule()
+    expl = await Cluster([make_node("a"), make_node("b").capacity(cpu="0")]).explain(pod)
+    fix = fix_of(expl, "declare-features")
+    assert fix.nodes == ["a"] and fix.data == {"node": "a", "declaredFeatures": [feature]}
+    assert fix.description == f"a node that declares {feature} (node a, with a kubelet that publishes it)"
+    assert [f.nodes for f in expl.fixes if f.kind == "declare-features"] == [["a"]], "b stays full of cpu"
+    assert await Cluster([make_node("a").declared_features(feature), make_node("b")]).place(pod) == "a"
+
+
 async def test_combination_when_no_single_change_suffices() -> None:
     """A tainted node that is also too small: neither change alone opens it, both together do."""
     cluster = Cluster([make_node("gpu").taint("dedicated", "gpu").capacity(cpu="1")])

@@ -4,8 +4,8 @@ The real kubectl (built from the same release) runs our `kubectl-pyscheduler` ex
 it runs any plugin, with the user's kubeconfig and a non-current `--context`. For each fix kind the test
 reads the ranked fixes (`-o json`), applies the first one through the API exactly as a user would (add
 the toleration, recreate the pod with the lower request or without the selector key, delete the port
-holder, uncordon the node), and checks that pyscheduler then binds the pod on one of the predicted
-nodes, and that the predicted count matches the nodes the change opened.
+holder, uncordon the node, publish the declared feature on the node), and checks that pyscheduler then binds
+the pod on one of the predicted nodes, and that the predicted count matches the nodes the change opened.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import ControlPlane, default_bin_dir
 from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess
-from tests.e2e.kube import JSON, get_pod, request_json, wait_for, wait_for_pod_bound
+from tests.e2e.kube import JSON, PAUSE_IMAGE, get_pod, request_json, wait_for, wait_for_pod_bound
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -164,6 +164,26 @@ async def test_uncordon(
     assert fix["nodes"] == [node]
     await request_json(api_client, "PATCH", f"/api/v1/nodes/{node}", body={"spec": {"unschedulable": False}},
                        content_type="application/strategic-merge-patch+json")
+    assert (await wait_for_pod_bound(api_client, namespace, "p"))["spec"]["nodeName"] == node
+
+
+async def test_declare_features(
+    pyscheduler: PySchedulerProcess, kubectl_env: dict[str, str], api_client: ApiClient, namespace: str,
+    create_node: NodeFactory, create_pod: PodFactory,
+) -> None:
+    """A pod with a RestartAllContainers restart rule and no node declaring the feature: once the predicted
+    node's kubelet publishes it (a status PATCH), pyscheduler binds the pod there."""
+    node = f"{namespace}-n1"
+    await create_node(node)
+    rule = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+    container = {"name": "main", "image": PAUSE_IMAGE, "restartPolicy": "Never", "restartPolicyRules": [rule]}
+    await create_pod("p", spec={"restartPolicy": "Never", "containers": [container]})
+    fix = await pending_then_explained(api_client, kubectl_env, namespace, "p", "declare-features")
+    assert fix["nodes"] == [node]
+    assert fix["change"] == {"node": node, "declaredFeatures": ["RestartAllContainersOnContainerExits"]}
+    await request_json(api_client, "PATCH", f"/api/v1/nodes/{node}/status",
+                       body={"status": {"declaredFeatures": fix["change"]["declaredFeatures"]}},
+                       content_type="application/merge-patch+json")
     assert (await wait_for_pod_bound(api_client, namespace, "p"))["spec"]["nodeName"] == node
 
 
