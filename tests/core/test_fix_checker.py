@@ -77,6 +77,12 @@ def _raise_pod_capacity(objects: list[JSON], change: JSON) -> None:
     status["capacity"].update(change["allocatable"])
 
 
+def _declare_features(objects: list[JSON], change: JSON) -> None:
+    """What the node's kubelet publishes once it supports them."""
+    status = _named(objects, "Node", change["node"])["status"]
+    status["declaredFeatures"] = sorted({*status.get("declaredFeatures", []), *change["declaredFeatures"]})
+
+
 def _allow_preemption(objects: list[JSON], change: JSON) -> None:
     """Admission copies preemptionPolicy from the pod's PriorityClass: change it there."""
     name = _pod(objects)["spec"]["priorityClassName"]
@@ -94,6 +100,7 @@ APPLY: dict[str, Callable[[list[JSON], JSON], None]] = {
     "raise-max-skew": _raise_max_skew,
     "raise-pod-capacity": _raise_pod_capacity,
     "allow-preemption": _allow_preemption,
+    "declare-features": _declare_features,
 }
 
 
@@ -209,6 +216,11 @@ def scenarios() -> list[Any]:
             id="pod-count",
         ),
         pytest.param(
+            [make_node("n1").obj(), _restarter()],
+            {"declare-features"},
+            id="declared-features",
+        ),
+        pytest.param(
             [
                 PRIORITY_NEVER,
                 make_node("n1").capacity(cpu="2").obj(),
@@ -219,6 +231,17 @@ def scenarios() -> list[Any]:
             id="preemption-policy-never",
         ),
     ]
+
+
+def _restarter() -> JSON:
+    """A pod restarting all its containers on exit code 42: it needs RestartAllContainersOnContainerExits."""
+    obj = make_pod("p").req(cpu="100m").obj()
+    obj["spec"]["restartPolicy"] = "Never"
+    obj["spec"]["containers"][0]["restartPolicy"] = "Never"
+    obj["spec"]["containers"][0]["restartPolicyRules"] = [
+        {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+    ]
+    return obj
 
 
 def _with_class(objects: list[JSON]) -> list[JSON]:
