@@ -2,7 +2,7 @@
 
 The environment is upstream's stored-expressions one: the `device` variable (driver, attributes by domain,
 capacity as quantities, allowMultipleAllocations), cel-go's standard library and extensions and Kubernetes'
-libraries (functions.py), the runtime cost limit resourceapi.CELSelectorExpressionMaxCost. Our own interpreter
+libraries (library.py), the runtime cost limit resourceapi.CELSelectorExpressionMaxCost. Our own interpreter
 (parser -> checker -> closures, see docs/dra.md "CEL" for why not a binding): compile once per expression
 (CelCache), prepare each device once (prepare_device), evaluate per device (CompilationResult.device_matches).
 

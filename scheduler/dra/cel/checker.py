@@ -1,7 +1,7 @@
 """Type-checks a parsed expression against the DRA environment, as cel-go's checker does before a program exists.
 
 It infers each node's type (so the output can be validated: a selector must be bool or dyn), resolves calls to
-the overloads of functions.FUNCTIONS that can match, and reports cel-go's messages: `undeclared reference to
+the overloads of library.FUNCTIONS that can match, and reports cel-go's messages: `undeclared reference to
 'x' (in container '')`, `undefined field 'x'`, `found no matching overload for '_<_' applied to '(string,
 int)'`, `expected type 'int' but found 'string'`. Where a type is dyn the choice is left to run time.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from scheduler.dra.cel import ast
 from scheduler.dra.cel import types as t
-from scheduler.dra.cel.functions import (
+from scheduler.dra.cel.library import (
     FORMAT_CLAUSE_TYPES,
     FUNCTIONS,
     TYPE_IDENTS,

@@ -1,14 +1,13 @@
-"""The functions of v1.37.2's stored-expressions CEL environment: cel-go's standard library, its extensions
-(strings v2, lists v3, sets, bindings, two-variable comprehensions, optional types) and Kubernetes' libraries
-(quantity, semver, regex, lists with includes, IP, CIDR, URLs), each with its signature (for the checker), its
-implementation (for the interpreter) and its runtime cost (cel-go's defaults and Kubernetes' CostEstimator).
+"""The function registry of v1.37.2's stored-expressions CEL environment, and most of its functions: cel-go's
+standard library and extensions (strings v2, lists v3, sets, optional types) and Kubernetes' quantity, semver,
+regex and lists libraries; net.py, formatting.py and formats.py add the rest (library.py loads them all).
+Each function has its signature (for the checker), its implementation (for the interpreter) and its runtime
+cost (cel-go's defaults and Kubernetes' CostEstimator).
 """
 
 from __future__ import annotations
 
-import datetime
 import functools
-import ipaddress
 import itertools
 import math
 import re
@@ -17,7 +16,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from scheduler.dra.cel import types as t
 from scheduler.dra.cel.values import (
@@ -26,7 +24,6 @@ from scheduler.dra.cel.values import (
     INT64_MIN,
     IP,
     NONE,
-    TYPE_NAMES,
     UINT64_MAX,
     URL,
     CelEvalError,
@@ -89,7 +86,7 @@ class Function:
         return CelEvalError(f"no such overload: {self.name}({', '.join(type_name(v) for v in values)})")
 
 
-_RUNTIME_KINDS: dict[str, tuple[type, ...]] = {
+RUNTIME_KINDS: dict[str, tuple[type, ...]] = {
     "int": (int,),
     "uint": (Uint,),
     "double": (float,),
@@ -112,7 +109,7 @@ _RUNTIME_KINDS: dict[str, tuple[type, ...]] = {
 def _guard(param: t.Type) -> frozenset[type] | None:
     if param.name == "dyn" or param.is_param:
         return None
-    return frozenset(_RUNTIME_KINDS.get(param.name, ()))
+    return frozenset(RUNTIME_KINDS.get(param.name, ()))
 
 
 def size_of(v: Any) -> int:
@@ -125,15 +122,15 @@ def size_of(v: Any) -> int:
     return 1
 
 
-def _ceil(x: float) -> int:
+def cost_ceil(x: float) -> int:
     return math.ceil(x)
 
 
-def _traverse(index: int, factor: float = 0.1) -> CostFn:
-    return lambda args, result: _ceil(size_of(args[index]) * factor)
+def traversal_price(index: int, factor: float = 0.1) -> CostFn:
+    return lambda args, result: cost_ceil(size_of(args[index]) * factor)
 
 
-def _one(args: list[Any], result: Any) -> int:
+def unit_cost(args: list[Any], result: Any) -> int:
     return 1
 
 
@@ -142,7 +139,7 @@ def _zero(args: list[Any], result: Any) -> int:
 
 
 def _min_size(args: list[Any], result: Any) -> int:
-    return _ceil(min(size_of(args[0]), size_of(args[1])) * 0.1)
+    return cost_ceil(min(size_of(args[0]), size_of(args[1])) * 0.1)
 
 
 def _equals_cost(args: list[Any], result: Any) -> int:
@@ -152,11 +149,11 @@ def _equals_cost(args: list[Any], result: Any) -> int:
 
 
 def _regex_cost(args: list[Any], result: Any) -> int:
-    return _ceil((1.0 + size_of(args[0])) * 0.1) * _ceil(size_of(args[1]) * 0.25)
+    return cost_ceil((1.0 + size_of(args[0])) * 0.1) * cost_ceil(size_of(args[1]) * 0.25)
 
 
 def _contains_cost(args: list[Any], result: Any) -> int:
-    return _ceil(size_of(args[0]) * 0.1) * _ceil(size_of(args[1]) * 0.1)
+    return cost_ceil(size_of(args[0]) * 0.1) * cost_ceil(size_of(args[1]) * 0.1)
 
 
 def traversal_cost(v: Any) -> int:
@@ -181,23 +178,20 @@ def _sets_cost(factor: int) -> CostFn:
     return lambda args, result: 1 + size_of(args[0]) * size_of(args[1]) * factor
 
 
-def _contains_ip_cost(args: list[Any], result: Any) -> int:
-    cidr = size_of(args[0])
-    cost = _ceil((cidr + cidr) * 0.1)
-    if type(args[1]) is str:
-        cost += _ceil(size_of(args[1]) * 0.1)
-    return cost
-
-
-def _contains_cidr_cost(args: list[Any], result: Any) -> int:
-    cidr = size_of(args[0])
-    cost = _ceil((cidr + cidr) * 0.1) + _ceil(cidr * 0.1) + 1
-    if type(args[1]) is str:
-        cost += _ceil(size_of(args[1]) * 0.1)
-    return cost
-
-
 FUNCTIONS: dict[str, Function] = {}
+
+
+def parses(parse: Callable[..., Any]) -> Callable[..., bool]:
+    """isQuantity, isSemver, isIP, ...: whether the parse succeeds, its error swallowed."""
+
+    def check(*args: Any) -> bool:
+        try:
+            parse(*args)
+        except CelEvalError:
+            return False
+        return True
+
+    return check
 
 
 def define(name: str, signature: str, impl: Impl, *, cost: CostFn | None = None, operator: bool = False) -> None:
@@ -284,9 +278,9 @@ define("_+_", "_+_(int, int) -> int", lambda a, b: _check_int(a + b), operator=T
 define("_+_", "_+_(uint, uint) -> uint", lambda a, b: _check_uint(a + b), operator=True)
 define("_+_", "_+_(double, double) -> double", lambda a, b: a + b, operator=True)
 define("_+_", "_+_(string, string) -> string", lambda a, b: a + b, operator=True,
-       cost=lambda args, r: _ceil((size_of(args[0]) + size_of(args[1])) * 0.1))
+       cost=lambda args, r: cost_ceil((size_of(args[0]) + size_of(args[1])) * 0.1))
 define("_+_", "_+_(bytes, bytes) -> bytes", lambda a, b: a + b, operator=True,
-       cost=lambda args, r: _ceil((size_of(args[0]) + size_of(args[1])) * 0.1))
+       cost=lambda args, r: cost_ceil((size_of(args[0]) + size_of(args[1])) * 0.1))
 define("_+_", "_+_(list(A), list(A)) -> list(A)", lambda a, b: [*a, *b], operator=True)
 define("_-_", "_-_(int, int) -> int", lambda a, b: _check_int(a - b), operator=True)
 define("_-_", "_-_(uint, uint) -> uint", lambda a, b: _check_uint(a - b), operator=True)
@@ -383,9 +377,9 @@ for _sig in ("string", "bytes", "list(A)", "map(A, B)"):
 FUNCTIONS["size"].trait = frozenset([str, bytes, list, tuple, dict, DefaultMap])
 
 define("contains", "string.contains(string) -> bool", lambda s, sub: sub in s, cost=_contains_cost, operator=True)
-define("startsWith", "string.startsWith(string) -> bool", lambda s, p: s.startswith(p), cost=_traverse(1),
+define("startsWith", "string.startsWith(string) -> bool", lambda s, p: s.startswith(p), cost=traversal_price(1),
        operator=True)
-define("endsWith", "string.endsWith(string) -> bool", lambda s, p: s.endswith(p), cost=_traverse(1),
+define("endsWith", "string.endsWith(string) -> bool", lambda s, p: s.endswith(p), cost=traversal_price(1),
        operator=True)
 
 
@@ -575,8 +569,8 @@ def _quote(s: str) -> str:
     return "".join(out)
 
 
-_string_cost = _traverse(0)
-_string_cost2 = _traverse(0, 0.2)
+_string_cost = traversal_price(0)
+_string_cost2 = traversal_price(0, 0.2)
 define("charAt", "string.charAt(int) -> string", _char_at)
 define("indexOf", "string.indexOf(string) -> int", _index_of, cost=_list_traversal)
 define("indexOf", "string.indexOf(string, int) -> int", _index_of, cost=_list_traversal)
@@ -591,8 +585,8 @@ define("split", "string.split(string, int) -> list(string)", _split, cost=_strin
 define("substring", "string.substring(int) -> string", _substring, cost=_string_cost)
 define("substring", "string.substring(int, int) -> string", _substring, cost=_string_cost)
 define("trim", "string.trim() -> string", lambda s: s.strip(_UNICODE_SPACE), cost=_string_cost)
-define("join", "list(string).join() -> string", _join, cost=lambda args, r: _ceil(size_of(r) * 0.2))
-define("join", "list(string).join(string) -> string", _join, cost=lambda args, r: _ceil(size_of(r) * 0.2))
+define("join", "list(string).join() -> string", _join, cost=lambda args, r: cost_ceil(size_of(r) * 0.2))
+define("join", "list(string).join(string) -> string", _join, cost=lambda args, r: cost_ceil(size_of(r) * 0.2))
 define("strings.quote", "strings.quote(string) -> string", _quote, cost=_string_cost)
 
 
@@ -730,11 +724,11 @@ for _src in ("int", "uint", "double", "string"):
     define("double", f"double({_src}) -> double", _to_double)
 for _src in ("int", "uint", "double", "string", "bool", "bytes", "net.IP", "net.CIDR"):
     define("string", f"string({_src}) -> string", _to_string,
-           cost=_traverse(0) if _src == "bytes" else None)
+           cost=traversal_price(0) if _src == "bytes" else None)
 define("bool", "bool(bool) -> bool", _to_bool)
 define("bool", "bool(string) -> bool", _to_bool)
 define("bytes", "bytes(bytes) -> bytes", _to_bytes)
-define("bytes", "bytes(string) -> bytes", _to_bytes, cost=_traverse(0))
+define("bytes", "bytes(string) -> bytes", _to_bytes, cost=traversal_price(0))
 define("dyn", "dyn(A) -> dyn", lambda v: v, cost=_zero)
 define("type", "type(A) -> type(A)", lambda v: TypeValue(type_name(v)))
 
@@ -943,291 +937,51 @@ def _quantity_fn(s: str) -> Quantity:
     return Quantity.parse(s)
 
 
-def _is_quantity(s: str) -> bool:
-    try:
-        Quantity.parse(s)
-    except CelEvalError:
-        return False
-    return True
-
-
 def _cmp_q(a: Quantity, b: Quantity) -> int:
     return (a.key > b.key) - (a.key < b.key)
 
 
-_k8s_string_cost = _traverse(0)
-define("quantity", "quantity(string) -> kubernetes.Quantity", _quantity_fn, cost=_k8s_string_cost)
-define("isQuantity", "isQuantity(string) -> bool", _is_quantity, cost=_k8s_string_cost)
-define("sign", "sign(kubernetes.Quantity) -> int", lambda q: (q.value > 0) - (q.value < 0), cost=_one)
+string_parse_cost = traversal_price(0)
+define("quantity", "quantity(string) -> kubernetes.Quantity", _quantity_fn, cost=string_parse_cost)
+define("isQuantity", "isQuantity(string) -> bool", parses(Quantity.parse), cost=string_parse_cost)
+define("sign", "sign(kubernetes.Quantity) -> int", lambda q: (q.value > 0) - (q.value < 0), cost=unit_cost)
 define("isGreaterThan", "kubernetes.Quantity.isGreaterThan(kubernetes.Quantity) -> bool",
-       lambda a, b: _cmp_q(a, b) == 1, cost=_one)
+       lambda a, b: _cmp_q(a, b) == 1, cost=unit_cost)
 define("isLessThan", "kubernetes.Quantity.isLessThan(kubernetes.Quantity) -> bool",
-       lambda a, b: _cmp_q(a, b) == -1, cost=_one)
-define("compareTo", "kubernetes.Quantity.compareTo(kubernetes.Quantity) -> int", _cmp_q, cost=_one)
+       lambda a, b: _cmp_q(a, b) == -1, cost=unit_cost)
+define("compareTo", "kubernetes.Quantity.compareTo(kubernetes.Quantity) -> int", _cmp_q, cost=unit_cost)
 define("asApproximateFloat", "kubernetes.Quantity.asApproximateFloat() -> double", lambda q: float(q.value),
-       cost=_one)
-define("asInteger", "kubernetes.Quantity.asInteger() -> int", _as_integer, cost=_one)
-define("isInteger", "kubernetes.Quantity.isInteger() -> bool", lambda q: q.as_int64() is not None, cost=_one)
+       cost=unit_cost)
+define("asInteger", "kubernetes.Quantity.asInteger() -> int", _as_integer, cost=unit_cost)
+define("isInteger", "kubernetes.Quantity.isInteger() -> bool", lambda q: q.as_int64() is not None, cost=unit_cost)
 define("add", "kubernetes.Quantity.add(kubernetes.Quantity) -> kubernetes.Quantity", lambda a, b: a.plus(b, 1),
-       cost=_one)
+       cost=unit_cost)
 define("add", "kubernetes.Quantity.add(int) -> kubernetes.Quantity", lambda a, b: a.plus(_int_quantity(b), 1),
-       cost=_one)
+       cost=unit_cost)
 define("sub", "kubernetes.Quantity.sub(kubernetes.Quantity) -> kubernetes.Quantity", lambda a, b: a.plus(b, -1),
-       cost=_one)
+       cost=unit_cost)
 define("sub", "kubernetes.Quantity.sub(int) -> kubernetes.Quantity", lambda a, b: a.plus(_int_quantity(b), -1),
-       cost=_one)
+       cost=unit_cost)
 
 
 def _semver_fn(s: str, normalize: bool = False) -> Semver:
     return Semver.parse_normalized(s) if normalize else Semver.parse(s)
 
 
-def _is_semver(s: str, normalize: bool = False) -> bool:
-    try:
-        _semver_fn(s, normalize)
-    except CelEvalError:
-        return False
-    return True
-
-
-define("semver", "semver(string) -> kubernetes.Semver", _semver_fn, cost=_k8s_string_cost)
-define("semver", "semver(string, bool) -> kubernetes.Semver", _semver_fn, cost=_k8s_string_cost)
-define("isSemver", "isSemver(string) -> bool", _is_semver, cost=_k8s_string_cost)
-define("isSemver", "isSemver(string, bool) -> bool", _is_semver, cost=_k8s_string_cost)
+define("semver", "semver(string) -> kubernetes.Semver", _semver_fn, cost=string_parse_cost)
+define("semver", "semver(string, bool) -> kubernetes.Semver", _semver_fn, cost=string_parse_cost)
+define("isSemver", "isSemver(string) -> bool", parses(_semver_fn), cost=string_parse_cost)
+define("isSemver", "isSemver(string, bool) -> bool", parses(_semver_fn), cost=string_parse_cost)
 define("isGreaterThan", "kubernetes.Semver.isGreaterThan(kubernetes.Semver) -> bool",
-       lambda a, b: a.compare(b) == 1, cost=_one)
+       lambda a, b: a.compare(b) == 1, cost=unit_cost)
 define("isLessThan", "kubernetes.Semver.isLessThan(kubernetes.Semver) -> bool",
-       lambda a, b: a.compare(b) == -1, cost=_one)
-define("compareTo", "kubernetes.Semver.compareTo(kubernetes.Semver) -> int", lambda a, b: a.compare(b), cost=_one)
-define("major", "kubernetes.Semver.major() -> int", lambda v: _check_int(v.major), cost=_one)
-define("minor", "kubernetes.Semver.minor() -> int", lambda v: _check_int(v.minor), cost=_one)
-define("patch", "kubernetes.Semver.patch() -> int", lambda v: _check_int(v.patch), cost=_one)
+       lambda a, b: a.compare(b) == -1, cost=unit_cost)
+define("compareTo", "kubernetes.Semver.compareTo(kubernetes.Semver) -> int", lambda a, b: a.compare(b), cost=unit_cost)
+define("major", "kubernetes.Semver.major() -> int", lambda v: _check_int(v.major), cost=unit_cost)
+define("minor", "kubernetes.Semver.minor() -> int", lambda v: _check_int(v.minor), cost=unit_cost)
+define("patch", "kubernetes.Semver.patch() -> int", lambda v: _check_int(v.patch), cost=unit_cost)
 
 
-# ---- Kubernetes: IP and CIDR ----------------------------------------------------------------------------------
-
-
-def go_quote(s: str) -> str:
-    """Go's strconv.Quote for the strings these messages quote (printable text as is, escapes otherwise)."""
-    out = ['"']
-    for c in s:
-        if c in '"\\':
-            out.append("\\" + c)
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\t":
-            out.append("\\t")
-        elif c == "\r":
-            out.append("\\r")
-        elif not c.isprintable():
-            code = ord(c)
-            out.append(f"\\x{code:02x}" if code < 0x80 else (f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"))
-        else:
-            out.append(c)
-    out.append('"')
-    return "".join(out)
-
-
-class _AddrError(Exception):
-    def __init__(self, text: str, msg: str, at: str = "") -> None:
-        super().__init__(msg)
-        self.text = f"ParseAddr({go_quote(text)}): {msg}" + (f" (at {go_quote(at)})" if at else "")
-
-
-def _ipv4_fields(whole: str, s: str) -> None:
-    """netip's parseIPv4Fields, for its error messages."""
-    val = pos = digits = 0
-    for i, c in enumerate(s):
-        if "0" <= c <= "9":
-            if digits == 1 and val == 0:
-                raise _AddrError(whole, "IPv4 field has octet with leading zero")
-            val = val * 10 + ord(c) - 48
-            digits += 1
-            if val > 255:
-                raise _AddrError(whole, "IPv4 field has value >255")
-        elif c == ".":
-            if i == 0 or i == len(s) - 1 or s[i - 1] == ".":
-                raise _AddrError(whole, "IPv4 field must have at least one digit", s[i:])
-            if pos == 3:
-                raise _AddrError(whole, "IPv4 address too long")
-            pos += 1
-            val = digits = 0
-        else:
-            raise _AddrError(whole, "unexpected character", s[i:])
-    if pos < 3:
-        raise _AddrError(whole, "IPv4 address too short")
-
-
-def _ipv6_check(whole: str) -> bool:
-    """netip's parseIPv6, for its error messages; returns whether a zone was given."""
-    s, zone = whole, None
-    if "%" in s:
-        s, _, zone = s.partition("%")
-        if not zone:
-            raise _AddrError(whole, "zone must be a non-empty string")
-    ellipsis = -1
-    if s.startswith("::"):
-        ellipsis, s = 0, s[2:]
-        if not s:
-            return zone is not None
-    i = 0
-    while i < 16:
-        off = 0
-        acc = 0
-        while off < len(s) and s[off] in "0123456789abcdefABCDEF":
-            acc = acc * 16 + int(s[off], 16)
-            if off > 3:
-                raise _AddrError(whole, "each group must have 4 or less digits", s)
-            if acc > 0xFFFF:
-                raise _AddrError(whole, "IPv6 field has value >=2^16", s)
-            off += 1
-        if off == 0:
-            raise _AddrError(whole, "each colon-separated field must have at least one digit", s)
-        if off < len(s) and s[off] == ".":
-            if ellipsis < 0 and i != 12:
-                raise _AddrError(whole, "embedded IPv4 address must replace the final 2 fields of the address", s)
-            if i + 4 > 16:
-                raise _AddrError(whole, "too many hex fields to fit an embedded IPv4 at the end of the address", s)
-            _ipv4_fields(whole, s)
-            s = ""
-            i += 4
-            break
-        i += 2
-        s = s[off:]
-        if not s:
-            break
-        if s[0] != ":":
-            raise _AddrError(whole, "unexpected character, want colon", s)
-        if len(s) == 1:
-            raise _AddrError(whole, "colon must be followed by more characters", s)
-        s = s[1:]
-        if s[0] == ":":
-            if ellipsis >= 0:
-                raise _AddrError(whole, "multiple :: in address", s)
-            ellipsis = i
-            s = s[1:]
-            if not s:
-                break
-    if s:
-        raise _AddrError(whole, "trailing garbage after address", s)
-    if i < 16 and ellipsis < 0:
-        raise _AddrError(whole, "address string too short")
-    if i >= 16 and ellipsis >= 0:
-        raise _AddrError(whole, "the :: must expand to at least one field of zeros")
-    return zone is not None
-
-
-def _netip_parse(s: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, bool]:
-    """netip.ParseAddr: the address and whether it had a zone; raises _AddrError with netip's words."""
-    for c in s:
-        if c == ".":
-            _ipv4_fields(s, s)
-            return ipaddress.IPv4Address(s), False
-        if c == ":":
-            zoned = _ipv6_check(s)
-            return ipaddress.IPv6Address(s.partition("%")[0]), zoned
-        if c == "%":
-            raise _AddrError(s, "missing IPv6 address")
-    raise _AddrError(s, "unable to parse IP")
-
-
-def _parse_ip(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    """The ip library's parseIPAddr (no zones, no IPv4-mapped IPv6)."""
-    try:
-        addr, zoned = _netip_parse(s)
-    except _AddrError as e:
-        raise CelEvalError(f"IP Address {go_quote(s)} parse error during conversion from string: {e.text}") from None
-    if zoned:
-        raise CelEvalError(f"IP address {go_quote(s)} with zone value is not allowed")
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        raise CelEvalError(f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
-    return addr
-
-
-def _ip_fn(s: str) -> IP:
-    return IP(_parse_ip(s))
-
-
-def _is_ip(s: str) -> bool:
-    try:
-        _parse_ip(s)
-    except CelEvalError:
-        return False
-    return True
-
-
-_CIDR_ERROR = "network address parse error during conversion from string: "
-
-
-def _parse_cidr(s: str) -> CIDR:
-    """The cidr library's parseCIDR over netip.ParsePrefix; stringToCIDR prefixes the message once more."""
-
-    def fail(msg: str) -> CelEvalError:
-        return CelEvalError(_CIDR_ERROR + _CIDR_ERROR + f"netip.ParsePrefix({go_quote(s)}): {msg}")
-
-    slash = s.rfind("/")
-    if slash < 0:
-        raise fail("no '/'")
-    try:
-        addr, zoned = _netip_parse(s[:slash])
-    except _AddrError as e:
-        raise fail(e.text) from None
-    if zoned:
-        raise fail("IPv6 zones cannot be present in a prefix")
-    bits_text = s[slash + 1 :]
-    if (len(bits_text) > 1 and not "1" <= bits_text[0] <= "9") or not re.fullmatch(r"[+-]?[0-9]+", bits_text):
-        raise fail("bad bits after slash: " + go_quote(bits_text))
-    bits = int(bits_text)
-    if bits < 0 or bits > addr.max_prefixlen:
-        raise fail("prefix length out of range")
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        raise CelEvalError(_CIDR_ERROR + f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
-    return CIDR(addr, bits)
-
-
-def _is_cidr(s: str) -> bool:
-    try:
-        _parse_cidr(s)
-    except CelEvalError:
-        return False
-    return True
-
-
-def _contains_ip(c: CIDR, other: Any) -> bool:
-    addr = _parse_ip(other) if type(other) is str else other.addr
-    return addr.version == c.addr.version and addr in c.network()
-
-
-def _contains_cidr(c: CIDR, other: Any) -> bool:
-    o = _parse_cidr(other) if type(other) is str else other
-    return o.addr.version == c.addr.version and o.bits >= c.bits and o.addr in c.network()
-
-
-define("ip", "ip(string) -> net.IP", _ip_fn, cost=_k8s_string_cost)
-define("isIP", "isIP(string) -> bool", _is_ip, cost=_k8s_string_cost)
-define("ip.isCanonical", "ip.isCanonical(string) -> bool", lambda s: str(_parse_ip(s)) == s,
-       cost=_traverse(0, 0.2))
-define("family", "net.IP.family() -> int", lambda ip: ip.addr.version, cost=_one)
-define("isUnspecified", "net.IP.isUnspecified() -> bool", lambda ip: ip.addr.is_unspecified, cost=_one)
-define("isLoopback", "net.IP.isLoopback() -> bool", lambda ip: ip.addr.is_loopback, cost=_one)
-define("isLinkLocalMulticast", "net.IP.isLinkLocalMulticast() -> bool",
-       lambda ip: ip.addr in ipaddress.ip_network("224.0.0.0/24" if ip.addr.version == 4 else "ff02::/16"),
-       cost=_one)
-define("isLinkLocalUnicast", "net.IP.isLinkLocalUnicast() -> bool", lambda ip: ip.addr.is_link_local, cost=_one)
-define("isGlobalUnicast", "net.IP.isGlobalUnicast() -> bool",
-       lambda ip: not (ip.addr.is_unspecified or ip.addr.is_loopback or ip.addr.is_multicast
-                       or ip.addr.is_link_local or str(ip.addr) == "255.255.255.255"), cost=_one)
-define("cidr", "cidr(string) -> net.CIDR", _parse_cidr, cost=_k8s_string_cost)
-define("isCIDR", "isCIDR(string) -> bool", _is_cidr, cost=_k8s_string_cost)
-define("containsIP", "net.CIDR.containsIP(net.IP) -> bool", _contains_ip, cost=_contains_ip_cost)
-define("containsIP", "net.CIDR.containsIP(string) -> bool", _contains_ip, cost=_contains_ip_cost)
-define("containsCIDR", "net.CIDR.containsCIDR(net.CIDR) -> bool", _contains_cidr, cost=_contains_cidr_cost)
-define("containsCIDR", "net.CIDR.containsCIDR(string) -> bool", _contains_cidr, cost=_contains_cidr_cost)
-define("ip", "net.CIDR.ip() -> net.IP", lambda c: IP(c.addr), cost=_one)
-define("masked", "net.CIDR.masked() -> net.CIDR", lambda c: CIDR(c.network().network_address, c.bits), cost=_one)
-define("prefixLength", "net.CIDR.prefixLength() -> int", lambda c: c.bits, cost=_one)
-
-# The type names usable as conversion values (`type(x) == int`).
 TYPE_IDENTS: dict[str, TypeValue] = {
     name: TypeValue(name)
     for name in ("int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type")
@@ -1237,425 +991,3 @@ for _name in ("net.IP", "net.CIDR", "kubernetes.Quantity", "kubernetes.Semver", 
     TYPE_IDENTS[_name] = TypeValue(_name)
 
 
-# ---- Kubernetes: URLs ---------------------------------------------------------------------------------------
-
-
-def _parse_url(s: str) -> URL:
-    """url.ParseRequestURI then url.Parse: absolute URLs (or absolute paths) only, no spaces or controls."""
-    if not s or any(c in s for c in " \t\n\r\x00\x7f") or not (s.startswith("/") or _URL_SCHEME.match(s)):
-        raise CelEvalError(f'URL parse error during conversion from string: parse "{s}": invalid URI for request')
-    return URL(urlsplit(s))
-
-
-_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-
-
-def _is_url(s: str) -> bool:
-    try:
-        _parse_url(s)
-    except CelEvalError:
-        return False
-    return True
-
-
-def _hostname(u: URL) -> str:
-    host = u.parts.netloc.rpartition("@")[2]
-    if host.startswith("["):
-        return str(host[1 : host.find("]")] if "]" in host else host[1:])
-    return str(host.rpartition(":")[0] if ":" in host else host)
-
-
-def _port(u: URL) -> str:
-    host = u.parts.netloc.rpartition("@")[2]
-    if host.startswith("["):
-        rest = host[host.find("]") + 1 :] if "]" in host else ""
-        return rest[1:] if rest.startswith(":") else ""
-    return host.rpartition(":")[2] if ":" in host else ""
-
-
-def _query(u: URL) -> dict[str, list[str]]:
-    return {k: list(v) for k, v in parse_qs(u.parts.query, keep_blank_values=True).items()}
-
-
-define("url", "url(string) -> kubernetes.URL", _parse_url, cost=_k8s_string_cost)
-define("isURL", "isURL(string) -> bool", _is_url, cost=_k8s_string_cost)
-define("getScheme", "kubernetes.URL.getScheme() -> string", lambda u: u.parts.scheme, cost=_one)
-define("getHost", "kubernetes.URL.getHost() -> string", lambda u: u.parts.netloc.rpartition("@")[2], cost=_one)
-define("getHostname", "kubernetes.URL.getHostname() -> string", _hostname, cost=_one)
-define("getPort", "kubernetes.URL.getPort() -> string", _port, cost=_one)
-define("getEscapedPath", "kubernetes.URL.getEscapedPath() -> string", lambda u: u.parts.path, cost=_one)
-define("getQuery", "kubernetes.URL.getQuery() -> map(string, list(string))", _query, cost=_one)
-
-
-# ---- strings: format (strings v2's formatting, with its en_US number printer) -------------------------------
-
-_FORMAT_VERB = re.compile(r"%(?:\.(\d+))?(.)", re.DOTALL)
-_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def _format_error(what: str, v: Any) -> CelEvalError:
-    return CelEvalError(f"error during formatting: {what}, was given {type_name(v)}")
-
-
-def _fixed(v: Any, precision: int | None) -> str:
-    tv = type(v)
-    if tv is str and v in ("NaN", "Infinity", "-Infinity"):
-        return str(v)
-    if tv is not float:
-        raise _format_error("fixed-point clause can only be used on doubles", v)
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "∞" if v > 0 else "-∞"
-    return f"{v:,.{6 if precision is None else precision}f}"  # golang.org/x/text's en printer groups digits
-
-
-def _scientific(v: Any) -> str:
-    tv = type(v)
-    if tv is str and v in ("NaN", "Infinity", "-Infinity"):
-        return str(v)
-    if tv is not float:
-        raise _format_error("scientific clause can only be used on doubles", v)
-    # cel-go formats "%<precision>e" (a width, not a precision): always six digits, printed by the en printer
-    mantissa, _, exponent = f"{v:.6e}".partition("e")
-    exp = int(exponent)
-    return f"{mantissa}×10{'⁻' if exp < 0 else ''}{f'{abs(exp):02d}'.translate(_SUPERSCRIPT)}"
-
-
-def _format_decimal(v: Any) -> str:
-    if type(v) in (int, Uint):
-        return str(int(v))
-    raise _format_error("decimal clause can only be used on integers", v)
-
-
-def _format_string(v: Any) -> str:
-    tv = type(v)
-    if tv in (list, tuple):
-        return "[" + ", ".join(_quoted(x, _format_by_type(x)) for x in v) + "]"
-    if tv in (dict, DefaultMap):
-        pairs = []
-        for k, x in v.items():
-            if type(k) in (str, bool):
-                key = _quoted(k, _format_string(k))
-            elif type(k) in (int, Uint):
-                key = str(int(k))
-            else:
-                raise CelEvalError(f"no formatting function for map key of type {type_name(k)}")
-            pairs.append((key, _quoted(x, _format_by_type(x))))
-        pairs.sort(key=lambda p: p[0])
-        return "{" + ", ".join(f"{k}:{x}" for k, x in pairs) + "}"
-    if tv is str:
-        return str(v)
-    if tv is bool:
-        return "true" if v else "false"
-    if tv in (int, Uint):
-        return str(int(v))
-    if tv is float:
-        return format_double(v)
-    if v is None:
-        return "null"
-    if tv is bytes:
-        return str(v.decode("utf-8", errors="replace"))
-    if tv is TypeValue:
-        return str(v.name)
-    raise _format_error("string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, "
-                        "types, durations, and timestamps", v)
-
-
-def _format_by_type(v: Any) -> str:
-    """clauseForType: how a list element or map value prints inside %s."""
-    tv = type(v)
-    if tv in (int, Uint):
-        return _format_decimal(v)
-    if tv is float:
-        return _fixed(v, None)
-    return _format_string(v)
-
-
-def _quoted(v: Any, text: str) -> str:
-    tv = type(v)
-    if tv is str:
-        return go_quote(text)
-    if tv is bytes:
-        return "b" + go_quote(text)
-    if tv is float and (math.isinf(v) or math.isnan(v)):
-        return go_quote(text)
-    return text
-
-
-def _hex(v: Any, upper: bool) -> str:
-    tv = type(v)
-    if tv in (int, Uint):
-        text = format(int(v), "x")
-    elif tv is str:
-        text = v.encode().hex()
-    elif tv is bytes:
-        text = v.hex()
-    else:
-        raise _format_error("only integers, byte buffers, and strings can be formatted as hex", v)
-    return text.upper() if upper else text
-
-
-def _format_value(verb: str, precision: str | None, v: Any) -> str:
-    tv = type(v)
-    if verb == "s":
-        return _format_string(v)
-    if verb == "d":
-        return _format_decimal(v)
-    if verb == "f":
-        return _fixed(v, int(precision) if precision is not None else None)
-    if verb == "e":
-        return _scientific(v)
-    if verb in "xX":
-        return _hex(v, verb == "X")
-    if verb == "o":
-        if tv in (int, Uint):
-            return format(int(v), "o")
-        raise _format_error("octal clause can only be used on integers", v)
-    if tv in (int, Uint):
-        return format(int(v), "b")
-    if tv is bool:
-        return "1" if v else "0"
-    raise _format_error("only integers and bools can be formatted as binary", v)
-
-
-def format_clauses(template: str) -> list[tuple[str, str | None]]:
-    """The (verb, precision) of each clause; raises CelEvalError for an unknown one (cel-go's words)."""
-    clauses = []
-    for m in _FORMAT_VERB.finditer(template):
-        verb = m.group(2)
-        if verb == "%":
-            continue
-        if verb not in "sdfeExXob":
-            raise CelEvalError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
-        clauses.append((verb, m.group(1)))
-    return clauses
-
-
-def _format(template: str, args: Any) -> str:
-    out: list[str] = []
-    pos = 0
-    index = 0
-    for m in _FORMAT_VERB.finditer(template):
-        out.append(template[pos : m.start()])
-        pos = m.end()
-        verb = m.group(2)
-        if verb == "%":
-            out.append("%")
-            continue
-        if verb not in "sdfeExXob":
-            raise CelEvalError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
-        if index >= len(args):
-            raise CelEvalError(f"index {index} out of range")
-        out.append(_format_value("e" if verb == "E" else verb, m.group(1), args[index]))
-        index += 1
-    out.append(template[pos:])
-    return "".join(out)
-
-
-# The static types each clause accepts (the format validator's check of a literal call).
-FORMAT_CLAUSE_TYPES: dict[str, tuple[frozenset[str], str]] = {
-    "d": (frozenset(["int", "uint"]), "decimal clause can only be used on integers"),
-    "f": (frozenset(["double", "string"]), "fixed-point clause can only be used on doubles"),
-    "e": (frozenset(["double", "string"]), "scientific clause can only be used on doubles"),
-    "o": (frozenset(["int", "uint"]), "octal clause can only be used on integers"),
-    "b": (frozenset(["int", "uint", "bool"]), "only integers and bools can be formatted as binary"),
-    "x": (frozenset(["int", "uint", "string", "bytes"]),
-          "only integers, byte buffers, and strings can be formatted as hex"),
-    "s": (frozenset(["string", "bool", "bytes", "int", "uint", "double", "map", "list", "type", "null_type",
-                     "google.protobuf.Timestamp", "google.protobuf.Duration"]),
-          "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, "
-          "and timestamps"),
-}
-
-
-define("format", "string.format(list(dyn)) -> string", _format, cost=_traverse(0))
-
-
-# ---- Kubernetes: the format library (named string formats and their validators) ------------------------------
-
-_DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
-_DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_LABEL_KEY = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE = "(" + _LABEL_KEY + ")?"
-
-
-def _regex_error(msg: str, regex: str, *examples: str) -> str:
-    """apimachinery's RegexError."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{regex}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{regex}')"
-
-
-def _full(regex: str) -> re.Pattern[str]:
-    return re.compile("^(?:" + regex + ")$")
-
-
-_RX = {name: _full(rx) for name, rx in (("label", _DNS1123_LABEL), ("subdomain", _DNS1123_SUBDOMAIN),
-                                        ("1035", _DNS1035_LABEL), ("key", _LABEL_KEY), ("value", _LABEL_VALUE))}
-_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-              "start and end with an alphanumeric character")
-_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                  "and must start and end with an alphanumeric character")
-_DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-                "alphabetic character, and end with an alphanumeric character")
-_KEY_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-            "alphanumeric character")
-_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
-              "must start and end with an alphanumeric character")
-
-
-def _go_len(s: str) -> int:
-    return len(s.encode())
-
-
-def _dns1123_label(s: str) -> list[str]:
-    errs = []
-    if _go_len(s) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _RX["label"].match(s):
-        if _RX["subdomain"].match(s):
-            errs.append("must not contain dots")
-        else:
-            errs.append(_regex_error(_LABEL_MSG, _DNS1123_LABEL, "my-name", "123-abc"))
-    return errs
-
-
-def _dns1123_subdomain(s: str, unit: str = "characters") -> list[str]:
-    errs = []
-    if _go_len(s) > 253:
-        errs.append(f"must be no more than 253 {unit}")
-    if not _RX["subdomain"].match(s):
-        errs.append(_regex_error(_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN, "example.com"))
-    return errs
-
-
-def _dns1035_label(s: str) -> list[str]:
-    errs = []
-    if _go_len(s) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _RX["1035"].match(s):
-        errs.append(_regex_error(_DNS1035_MSG, _DNS1035_LABEL, "my-name", "abc-123"))
-    return errs
-
-
-def _qualified_name(s: str) -> list[str]:
-    """content.IsLabelKey (what IsQualifiedName is now)."""
-    errs: list[str] = []
-    parts = s.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + m for m in _dns1123_subdomain(prefix, "bytes"))
-    else:
-        return [
-            "a valid label key " + _regex_error(_KEY_MSG, _LABEL_KEY, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif _go_len(name) > 63:
-        errs.append("name part must be no more than 63 bytes")
-    if not _RX["key"].match(name):
-        errs.append("name part " + _regex_error(_KEY_MSG, _LABEL_KEY, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def _label_value(s: str) -> list[str]:
-    errs = []
-    if _go_len(s) > 63:
-        errs.append("must be no more than 63 bytes")
-    if not _RX["value"].match(s):
-        errs.append(_regex_error(_VALUE_MSG, _LABEL_VALUE, "MyValue", "my_value", "12345"))
-    return errs
-
-
-def _mask_trailing_dash(s: str) -> str:
-    return s[:-2] + "a" if len(s) > 1 and s.endswith("-") else s
-
-
-def _uri(s: str) -> list[str]:
-    try:
-        _parse_url(s)
-    except CelEvalError:
-        return [f'parse "{s}": invalid URI for request']
-    return []
-
-
-_UUID = re.compile(r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$", re.IGNORECASE)
-_BASE64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$")
-_TIME_OF_DAY = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
-
-
-def _is_date(s: str) -> bool:
-    m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", s)
-    if m is None:
-        return False
-    try:
-        datetime.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    except ValueError:
-        return False
-    return True
-
-
-def _is_datetime(s: str) -> bool:
-    if len(s) < 4:
-        return False
-    parts = s.lower().split("t")
-    if len(parts) < 2 or not _is_date(parts[0]):
-        return False
-    m = _TIME_OF_DAY.search(parts[1])
-    return m is not None and m.group(1) <= "23" and m.group(2) <= "59" and m.group(3) <= "59"
-
-
-@dataclass(frozen=True)
-class NamedFormat:
-    """kubernetes.NamedFormat: a named string format with its validator (format.dns1123Label(), ...)."""
-
-    name: str
-    validate: Callable[[str], list[str]]
-    max_regex_size: int
-
-
-FORMATS: dict[str, NamedFormat] = {
-    "dns1123Label": NamedFormat("DNS1123Label", _dns1123_label, 30),
-    "dns1123Subdomain": NamedFormat("DNS1123Subdomain", _dns1123_subdomain, 60),
-    "dns1035Label": NamedFormat("DNS1035Label", _dns1035_label, 30),
-    "qualifiedName": NamedFormat("QualifiedName", _qualified_name, 60),
-    "dns1123LabelPrefix": NamedFormat("DNS1123LabelPrefix", lambda s: _dns1123_label(_mask_trailing_dash(s)), 30),
-    "dns1123SubdomainPrefix": NamedFormat("DNS1123SubdomainPrefix",
-                                          lambda s: _dns1123_subdomain(_mask_trailing_dash(s)), 60),
-    "dns1035LabelPrefix": NamedFormat("DNS1035LabelPrefix", lambda s: _dns1035_label(_mask_trailing_dash(s)), 30),
-    "labelValue": NamedFormat("LabelValue", _label_value, 40),
-    "uri": NamedFormat("URI", _uri, 1103),
-    "uuid": NamedFormat("uuid", lambda s: [] if _UUID.match(s) else ["does not match the UUID format"], 61),
-    "byte": NamedFormat("byte", lambda s: [] if _BASE64.match(s) else ["invalid base64"], 84),
-    "date": NamedFormat("date", lambda s: [] if _is_date(s) else ["invalid date"], len(_TIME_OF_DAY.pattern)),
-    "datetime": NamedFormat("datetime", lambda s: [] if _is_datetime(s) else ["invalid datetime"],
-                            len(_TIME_OF_DAY.pattern)),
-}
-
-
-def _format_validate(fmt: NamedFormat, s: str) -> Optional:
-    errors = fmt.validate(s)
-    return Optional(errors, True) if errors else NONE
-
-
-def _validate_cost(args: list[Any], result: Any) -> int:
-    return _ceil((1.0 + size_of(args[1])) * 0.1) * _ceil(args[0].max_regex_size * 0.25)
-
-
-_RUNTIME_KINDS["kubernetes.NamedFormat"] = (NamedFormat,)
-TYPE_NAMES[NamedFormat] = "kubernetes.NamedFormat"
-define("validate", "kubernetes.NamedFormat.validate(string) -> optional_type(list(string))", _format_validate,
-       cost=_validate_cost)
-define("format.named", "format.named(string) -> optional_type(kubernetes.NamedFormat)",
-       lambda name: Optional(FORMATS[name], True) if name in FORMATS else NONE, cost=_one)
-for _key, _fmt in FORMATS.items():
-    define(f"format.{_key}", f"format.{_key}() -> kubernetes.NamedFormat", lambda f=_fmt: f)

@@ -17,7 +17,7 @@ from typing import Any
 from scheduler.dra.cel import ast
 from scheduler.dra.cel import types as t
 from scheduler.dra.cel.checker import Checked
-from scheduler.dra.cel.functions import FUNCTIONS, TYPE_IDENTS, Overload, self_compare_cost, size_of
+from scheduler.dra.cel.library import FUNCTIONS, TYPE_IDENTS, Overload, self_compare_cost, size_of
 from scheduler.dra.cel.values import (
     EMPTY,
     GO_TYPE_NAMES,
