@@ -156,3 +156,39 @@ def canonical_quantity(value: Fraction, fmt: str) -> str:
     if fmt == DECIMAL_EXPONENT:
         return f"{number}e{exponent}" if exponent else str(number)
     return f"{number}{_DECIMAL_SUFFIXES.get(exponent, '')}"
+
+
+_DECIMAL_EXPONENTS = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_EXPONENTS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_SPLIT = re.compile(r"^([+-]?)0*(\d*)(?:\.(\d*))?(.*)$")
+
+
+def quantity_string(text: str) -> str:
+    """Quantity.String() of ParseQuantity(text) (a valid quantity), which is what JSON round-trips write.
+
+    ParseQuantity keeps the text itself when it is already in a form String() accepts (so "1E3" and "+2"
+    stay as written, "1024Mi" becomes "1Gi" and "1.5" becomes "1500m"); otherwise the canonical form.
+    """
+    text = text.strip()
+    fmt = quantity_format(text)
+    if text == "0":
+        return text
+    match = _SPLIT.match(text)
+    if match is not None:
+        num, denom, suffix = match.group(2) or "0", match.group(3) or "", match.group(4)
+        if suffix in _BINARY_EXPONENTS:
+            exponent, scale = _BINARY_EXPONENTS[suffix], 0
+            precision = 15 - len(num) - exponent * 3 // 10 - 1 if not denom else -1
+        else:
+            exponent = _DECIMAL_EXPONENTS[suffix] if suffix in _DECIMAL_EXPONENTS else int(suffix[1:])
+            scale, precision = exponent, 18 - len(num) - len(denom)
+        if precision >= 0 and scale - len(denom) >= -9:
+            scale -= len(denom)
+            shifted = num + denom
+            value = int(shifted)
+            if suffix in _BINARY_EXPONENTS:
+                if value << exponent <= 2**63 - 1 and value & 0x07 != 0:
+                    return text
+            elif abs(value) <= 2**63 - 1 and scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0":
+                return text
+    return canonical_quantity(round_up_to_nano(parse_quantity(text)), fmt)

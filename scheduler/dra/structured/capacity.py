@@ -20,6 +20,7 @@ from scheduler.framework.quantity import (
     canonical_quantity,
     parse_quantity,
     quantity_format,
+    quantity_string,
     round_up_to_nano,
 )
 
@@ -35,19 +36,21 @@ class CapacityError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Qty:
-    """A resource.Quantity: its value and the Format that decides how it is written."""
+    """A resource.Quantity: its value, the Format that decides how it is written, and the text it was parsed
+    from when resource.Quantity keeps that text (String() gives it back unchanged)."""
 
     value: Fraction
     fmt: str = DECIMAL_SI
+    text: str | None = None
 
     def __str__(self) -> str:
-        return canonical_quantity(self.value, self.fmt)
+        return self.text if self.text is not None else canonical_quantity(self.value, self.fmt)
 
 
 def parse_qty(raw: Any) -> Qty:
     """A quantity as the API serves it (a string, or a number in hand-written input); QuantityError if invalid."""
     if isinstance(raw, str):
-        return Qty(round_up_to_nano(parse_quantity(raw)), quantity_format(raw))
+        return Qty(round_up_to_nano(parse_quantity(raw)), quantity_format(raw), quantity_string(raw))
     if isinstance(raw, int) and not isinstance(raw, bool):
         return Qty(parse_quantity(raw))
     raise QuantityError(f"quantity must be a string, got {raw!r}")

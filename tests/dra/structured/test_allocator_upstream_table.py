@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from scheduler import caching
 from scheduler.dra.structured import AllocationError, new_allocator
 from scheduler.dra.structured import allocator as allocator_module
 from tests.dra.structured.upstream_cases import (
@@ -69,3 +70,14 @@ def test_upstream_case(name: str) -> None:
         assert results == expected
     assert invocations == case["numAllocateOneInvocations"]
     assert case == before, "the allocator modified its input"
+
+
+@pytest.mark.usefixtures("replay_cel")
+def test_upstream_cases_without_caches() -> None:
+    """With every cache off (prepared slices, per-node pools, CEL memo) each case gives the same outcome."""
+    for name, case in CASES.items():
+        with caching.caches_enabled():
+            cached = run_case(case, ReplayCel(case))
+        with caching.caches_disabled():
+            plain = run_case(case, ReplayCel(case))
+        assert (cached[0], str(cached[1]), cached[2]) == (plain[0], str(plain[1]), plain[2]), name
