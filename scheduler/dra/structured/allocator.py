@@ -14,6 +14,7 @@ per (expression, device) while the slice object lives.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import time
 import uuid
@@ -90,20 +91,35 @@ class _Request:
 
     __slots__ = (
         "admin_access",
+        "base_name",
         "capacity_requests",
         "capacity_set",
         "class_name",
         "count",
+        "full_name",
         "has_admin_access",
         "has_derived",
+        "matches",
+        "matches_class",
         "mode",
         "name",
+        "parent",
         "selectors",
+        "sub_name",
         "tolerations",
     )
 
-    def __init__(self, name: str, raw: Mapping[str, Any], sub: bool, claim: str) -> None:
+    def __init__(self, name: str, raw: Mapping[str, Any], parent: str | None, claim: str) -> None:
+        sub = parent is not None
         self.name = name
+        self.parent = parent
+        self.base_name = parent if parent is not None else name
+        self.sub_name = name if parent is not None else ""
+        self.full_name = f"{parent}/{name}" if parent is not None else name
+        # isSelectable's answers (class and request selectors) per device, for as long as the class object
+        # is the same: one pod's claims are parsed once and asked about on every node.
+        self.matches: dict[SliceDevice, bool] = {}
+        self.matches_class: Mapping[str, Any] | None = None
         self.class_name = str(raw.get("deviceClassName") or "")
         self.mode = str(raw.get("allocationMode") or "")
         count = raw.get("count")
@@ -136,10 +152,10 @@ class _ClaimRequest:
     def __init__(self, raw: Mapping[str, Any], claim: str) -> None:
         self.name = str(raw.get("name") or "")
         exact = raw.get("exactly")
-        self.exact = _Request(self.name, exact, False, claim) if isinstance(exact, Mapping) else None
+        self.exact = _Request(self.name, exact, None, claim) if isinstance(exact, Mapping) else None
         subs = raw.get("firstAvailable")
         self.subs = [
-            _Request(str(s.get("name") or ""), s, True, claim)
+            _Request(str(s.get("name") or ""), s, self.name, claim)
             for s in (subs if isinstance(subs, list) else [])
             if isinstance(s, Mapping)
         ]
@@ -186,19 +202,35 @@ class _RequestData:
         "sub_name",
     )
 
-    def __init__(self, request: _Request, parent: str | None) -> None:
+    def __init__(self, request: _Request, cls: _ClassInfo) -> None:
         self.request = request
-        self.parent = parent
-        self.base_name = parent if parent is not None else request.name
-        self.sub_name = request.name if parent is not None else ""
-        self.full_name = f"{parent}/{request.name}" if parent is not None else request.name
-        self.cls: Mapping[str, Any] | None = None
-        self.class_name = ""
-        self.class_selectors: list[Any] = []
+        self.parent = request.parent
+        self.base_name = request.base_name
+        self.sub_name = request.sub_name
+        self.full_name = request.full_name
+        self.cls = cls.raw
+        self.class_name = cls.name
+        self.class_selectors = cls.selectors
+        if request.matches_class is not cls.raw:
+            request.matches = {}
+            request.matches_class = cls.raw
+        self.matches = request.matches
         self.num_devices = 0
         self.selected_sub = 0
         self.all_devices: list[tuple[SliceDevice, Slice, Pool]] = []
-        self.matches: dict[SliceDevice, bool] = {}
+
+
+class _ClassInfo:
+    """A DeviceClass as the allocator reads it, kept per Allocator while the lister returns the same object."""
+
+    __slots__ = ("name", "raw", "selectors")
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.raw = raw
+        self.name = kobj(raw)
+        spec = raw.get("spec") or {}
+        selectors = spec.get("selectors") if isinstance(spec, Mapping) else None
+        self.selectors: list[Any] = selectors if isinstance(selectors, list) else []
 
 
 class _Result:
@@ -264,6 +296,8 @@ class Allocator:
         self.available_counters: dict[PoolID, CounterSets] = {}
         self.num_allocate_one_invocations = 0
         self._claims: dict[int, _Claim] = {}
+        self._classes: dict[str, _ClassInfo] = {}
+        self.pools_cache = slices.pools_cache(features)
         self.new_share_id: Callable[[], str] = lambda: str(uuid.uuid4())
         self.cel_runtime_error = _cel_runtime_error()
 
@@ -273,6 +307,19 @@ class Allocator:
             claim = _Claim(raw)
             self._claims[id(raw)] = claim
         return claim
+
+    def class_info(self, claim: _Claim, request: _Request) -> _ClassInfo:
+        """The request's DeviceClass, asked of the lister on every call as upstream does."""
+        raw = self.classes.get(request.class_name)
+        if raw is None:
+            raise AllocationError(
+                f"claim {claim.key}, request {request.name}: could not retrieve device class {request.class_name}: "
+                f'deviceclass.resource.k8s.io "{request.class_name}" not found'
+            )
+        info = self._classes.get(request.class_name)
+        if info is None or info.raw is not raw:
+            info = self._classes[request.class_name] = _ClassInfo(raw)
+        return info
 
     def is_allocated(self, device: DeviceID) -> bool:
         """IsDeviceAllocated, with the shared devices looked up in a set."""
@@ -326,7 +373,7 @@ class _Search:
         if trace is not None:
             trace.node = self.node.name
             trace.slices_for_node = len(owner.slices.on_node.get(self.node.name, ())) + len(owner.slices.shared)
-        pools = self.pools = owner.slices.pools_for(self.node, features)
+        pools = self.pools = owner.slices.pools_for(self.node, features, owner.pools_cache)
         if trace is not None:
             for pool in pools:
                 if pool.incomplete or pool.invalid:
@@ -354,7 +401,7 @@ class _Search:
                 if req.subs:
                     min_per_request = -1
                     for si, sub in enumerate(req.subs):
-                        rd = self._validate(ci, sub, req.name)
+                        rd = self._validate(ci, sub)
                         self.request_data[(ci, ri, si)] = rd
                         if min_per_request < 0 or rd.num_devices < min_per_request:
                             min_per_request = rd.num_devices
@@ -364,7 +411,7 @@ class _Search:
                             f"claim {claim.key}, request {req.name}: missing device class name (unsupported "
                             "request type?)"
                         )
-                    rd = self._validate(ci, req.exact, None)
+                    rd = self._validate(ci, req.exact)
                     self.request_data[(ci, ri, 0)] = rd
                     min_per_request = rd.num_devices
                 if min_per_request > ALLOCATION_RESULTS_MAX_SIZE - min_per_claim:
@@ -404,10 +451,9 @@ class _Search:
                 )
         return constraints
 
-    def _validate(self, ci: int, request: _Request, parent: str | None) -> _RequestData:
+    def _validate(self, ci: int, request: _Request) -> _RequestData:
         """validateDeviceRequest: the class, the number of devices, and for "All" which ones."""
         claim = self.claims[ci]
-        rd = _RequestData(request, parent)
         if request.has_derived:
             raise AllocationError(
                 f"claim {claim.key}, request {request.name}: cannot handle request with derived attributes, the "
@@ -427,17 +473,7 @@ class _Search:
             raise AllocationError(
                 f"claim {claim.key}, request {request.name}: missing device class name (unsupported request type?)"
             )
-        cls = self.owner.classes.get(request.class_name)
-        if cls is None:
-            raise AllocationError(
-                f"claim {claim.key}, request {request.name}: could not retrieve device class {request.class_name}: "
-                f'deviceclass.resource.k8s.io "{request.class_name}" not found'
-            )
-        rd.cls = cls
-        rd.class_name = kobj(cls)
-        spec = cls.get("spec") or {}
-        selectors = spec.get("selectors") if isinstance(spec, Mapping) else None
-        rd.class_selectors = selectors if isinstance(selectors, list) else []
+        rd = _RequestData(request, self.owner.class_info(claim, request))
         if request.mode == MODE_EXACT_COUNT:
             rd.num_devices = request.count
         elif request.mode == MODE_ALL:
@@ -461,7 +497,8 @@ class _Search:
                             # Static capacity only: what others consume is checked when allocating, so a
                             # matching device that is full stays in the list and makes "All" fail.
                             try:
-                                fits = request_fits({}, request.capacity_requests, device.capacity, {}, fractional)
+                                wanted = request.capacity_requests
+                                fits = request_fits({}, wanted, device.capacity, {}, fractional, device.capacity_plain)
                             except CapacityError as err:
                                 raise AllocationError(
                                     f"claim {claim.key}, request {request.name}: checking capacity for device "
@@ -483,17 +520,17 @@ class _Search:
             if self.trace is not None:
                 self._reject(ci, rd, device, reasons.BINDING_CONDITIONS_DISABLED)
             return False
-        hit = rd.matches.get(device)
-        if hit is not None:
-            return hit
-        match = self._selectors_match(ci, rd, device, rd.class_selectors, True) and self._selectors_match(
-            ci, rd, device, rd.request.selectors, False
-        )
+        match = rd.matches.get(device)
+        if match is None or (not match and self.trace is not None):  # the trace wants to know which one
+            match = self._selectors_match(ci, rd, device, rd.class_selectors, True) and self._selectors_match(
+                ci, rd, device, rd.request.selectors, False
+            )
+            if caching.ENABLED:
+                rd.matches[device] = match
         if match and sl.per_device_node_selection and not device.selection.matches(self.node):
             if self.trace is not None:
                 self._reject(ci, rd, device, reasons.NODE_SELECTION)
-            match = False
-        rd.matches[device] = match
+            return False
         return match
 
     def _selectors_match(
@@ -665,6 +702,7 @@ class _Search:
                 device.capacity,
                 self.allocating_capacity.get(device_id),
                 self.features.fractional_capacity_range,
+                device.capacity_plain,
             )
         except CapacityError as err:
             driver, pool, name = device_id
@@ -907,8 +945,6 @@ class _Search:
     def _configs(self, ci: int, claim: _Claim) -> list[dict[str, Any]]:
         """Class configs once per class (naming every request that uses the class), then claim configs that
         apply to an allocated request; a config naming every request names none ("applies to all")."""
-        import copy
-
         config: list[dict[str, Any]] = []
         class_ranges: dict[str, tuple[int, int]] = {}
         for ri in range(len(claim.requests)):

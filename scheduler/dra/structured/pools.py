@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from scheduler import caching
-from scheduler.dra.structured.capacity import DeviceCapacity, parse_device_capacity, parse_qty
+from scheduler.dra.structured.capacity import DeviceCapacity, parse_device_capacity, parse_qty, plain_capacity
 from scheduler.dra.structured.types import AllocationError, DeviceID, Features, NodeView
 from scheduler.framework.labels import aggregate
 from scheduler.framework.node_selector import Matcher, NodeSelectorMatcher
@@ -163,6 +163,7 @@ class SliceDevice:
         "binding_failure_conditions",
         "binds_to_node",
         "capacity",
+        "capacity_plain",
         "cel_input",
         "cel_memo",
         "consumes_counters",
@@ -184,6 +185,7 @@ class SliceDevice:
             str(name): parse_device_capacity(_mapping(cap, f"devices[{index}].capacity[{name}]"))
             for name, cap in _mapping(raw.get("capacity"), f"devices[{index}].capacity").items()
         }
+        self.capacity_plain = plain_capacity(self.capacity)
         multiple = raw.get("allowMultipleAllocations")
         self.allow_multiple: bool | None = multiple if isinstance(multiple, bool) else None
         self.consumes_counters: tuple[tuple[str, dict[str, Fraction], bool], ...] = tuple(
@@ -433,7 +435,7 @@ class SliceSet:
             else:
                 self.shared.append(sl)
             self._by_pool.setdefault((sl.driver, sl.pool), []).append(sl)
-        self._pools: dict[tuple[str, Features], tuple[dict[str, str], list[Pool] | AllocationError]] = {}
+        self._pools: dict[Features, dict[str, tuple[dict[str, str], list[Pool] | AllocationError]]] = {}
 
     def pool_slices(self, pool_id: PoolID, generation: int) -> tuple[bool, list[Slice]]:
         """checkSlicesInPool: (a newer generation exists, the slices of this generation) over all slices."""
@@ -445,10 +447,20 @@ class SliceSet:
                 return True, []
         return False, found
 
-    def pools_for(self, node: NodeView, features: Features) -> list[Pool]:
+    def pools_cache(self, features: Features) -> dict[str, tuple[dict[str, str], list[Pool] | AllocationError]]:
+        """Where pools_for keeps the nodes' pools for one feature set (an Allocator looks it up once)."""
+        return self._pools.setdefault(features, {})
+
+    def pools_for(
+        self,
+        node: NodeView,
+        features: Features,
+        cache: dict[str, tuple[dict[str, str], list[Pool] | AllocationError]] | None = None,
+    ) -> list[Pool]:
         """The node's pools, gathered once per node (and its labels) while the slice list stays the same."""
-        key = (node.name, features)
-        hit = self._pools.get(key) if caching.ENABLED else None
+        if cache is None:
+            cache = self.pools_cache(features)
+        hit = cache.get(node.name) if caching.ENABLED else None
         if hit is not None and hit[0] == node.labels:
             pools = hit[1]
         else:
@@ -458,7 +470,7 @@ class SliceSet:
             except AllocationError as err:
                 pools = err
             if caching.ENABLED:
-                self._pools[key] = (dict(node.labels), pools)
+                cache[node.name] = (dict(node.labels), pools)
         if isinstance(pools, AllocationError):
             raise AllocationError(f"gather pool information: {pools}")
         return pools
