@@ -23,10 +23,15 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import json
+import os
 import statistics
+import subprocess
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from scheduler.dra.structured import DEFAULT_FEATURES, AllocatedState, new_allocator
@@ -151,21 +156,58 @@ def allocated_state(scenario: str, nodes: int, devices: int) -> AllocatedState:
     return state
 
 
-def run(scenario: str, nodes: int, devices: int, pods: int) -> JSON:
-    roots = 2
-    slices = [resource_slice(n, devices, roots) for n in range(nodes)]
-    node_list = [Node(f"scheduler-perf-dra-{n}") for n in range(nodes)]
-    cls = {"metadata": {"name": "test-class"}, "spec": {"selectors": [{"cel": {"expression": CLASS_SELECTOR}}]}}
+def inputs(scenario: str, nodes: int, devices: int, pods: int) -> JSON:
+    """Slices, class, one claim per pod, node names and allocated devices of a scenario."""
     requests = 5 if scenario == "match" else 1
     selectors = [{"cel": {"expression": REQUEST_SELECTOR}}] if scenario == "selector" else []
     constraints = [{"matchAttribute": "resource.kubernetes.io/pciRoot"}] if scenario == "match" else []
+    return {
+        "slices": [resource_slice(n, devices, 2) for n in range(nodes)],
+        "class": {"metadata": {"name": "test-class"}, "spec": {"selectors": [{"cel": {"expression": CLASS_SELECTOR}}]}},
+        "claims": [claim(p, requests, selectors, constraints) for p in range(pods)],
+        "nodes": [f"scheduler-perf-dra-{n}" for n in range(nodes)],
+        "allocated": [list(d) for d in sorted(allocated_state(scenario, nodes, devices).allocated_devices)],
+    }
+
+
+def run_upstream(scenario: str, nodes: int, devices: int, pods: int) -> JSON:
+    """The same inputs through upstream's incubating allocator (a scratch copy of the module, `go test`)."""
+    from tests.dra.structured.upstream.dump_allocator_tables import copy_module
+
+    with tempfile.TemporaryDirectory(prefix="dra-bench-") as tmp:
+        work = Path(tmp) / "module"
+        copy_module(work)
+        (work / "structured/internal/incubating/zz_bench_test.go").write_text(
+            (Path(__file__).parent / "dra_allocator_upstream_test.go.txt").read_text()
+        )
+        data = Path(tmp) / "input.json"
+        data.write_text(json.dumps(inputs(scenario, nodes, devices, pods)))
+        env = {**os.environ, "DRA_BENCH_INPUT": str(data), "GOFLAGS": "-mod=mod"}
+        out = subprocess.run(
+            ["go", "test", "-count=1", "-run", "^TestBenchUpstream$", "-v", "./structured/internal/incubating/"],
+            cwd=work,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    line = next(line for line in out.splitlines() if line.startswith("UPSTREAM "))
+    result: JSON = json.loads(line.removeprefix("UPSTREAM "))
+    return {"scenario": scenario, "cel": "upstream (cel-go)", **result}
+
+
+def run(scenario: str, nodes: int, devices: int, pods: int) -> JSON:
+    data = inputs(scenario, nodes, devices, pods)
+    slices = data["slices"]
+    node_list = [Node(name) for name in data["nodes"]]
+    cls = data["class"]
     state = allocated_state(scenario, nodes, devices)
     cel, cel_name = cel_cache()
     classes = Classes(cls)
     make, per_node, per_pod, fits = [], [], [], 0
     gc.collect()
     for p in range(pods):
-        claims = [claim(p, requests, selectors, constraints)]
+        claims = [data["claims"][p]]
         start = time.process_time()
         allocator = new_allocator(DEFAULT_FEATURES, state, classes, slices, cel)
         made = time.process_time()
@@ -192,21 +234,24 @@ def main() -> None:
     parser.add_argument("--devices", type=int, default=8, help="devices per node (upstream's template has 10)")
     parser.add_argument("--pods", type=int, default=20, help="pods per scenario (the first is the cold one)")
     parser.add_argument("--scenarios", default="empty,half,full,match,selector")
+    parser.add_argument("--upstream", action="store_true", help="also run upstream's allocator (needs Go)")
     args = parser.parse_args()
     print(f"{args.nodes} nodes x {args.devices} devices, {args.pods} pods per scenario (CPU time)")
     header = f"{'scenario':<9} {'feasible':>8} {'cold pod':>10} {'new_allocator':>14} {'per node':>10} {'pod':>10}  cel"
     print(header)
     for scenario in args.scenarios.split(","):
-        try:
-            r = run(scenario, args.nodes, args.devices, args.pods)
-        except SystemExit as err:
-            print(f"{scenario:<9} skipped: {err}")
-            continue
-        print(
-            f"{r['scenario']:<9} {r['feasible_nodes']:>8} {r['cold_pod_ms']:>8.1f}ms "
-            f"{r['warm_new_allocator_us']:>12.0f}us {r['warm_allocate_per_node_us']:>8.1f}us "
-            f"{r['warm_pod_ms']:>8.2f}ms  {r['cel']}"
-        )
+        runs = [run] + ([run_upstream] if args.upstream else [])
+        for runner in runs:
+            try:
+                r = runner(scenario, args.nodes, args.devices, args.pods)
+            except SystemExit as err:
+                print(f"{scenario:<9} skipped: {err}")
+                continue
+            print(
+                f"{r['scenario']:<9} {r['feasible_nodes']:>8} {r['cold_pod_ms']:>8.1f}ms "
+                f"{r['warm_new_allocator_us']:>12.0f}us {r['warm_allocate_per_node_us']:>8.1f}us "
+                f"{r['warm_pod_ms']:>8.2f}ms  {r['cel']}"
+            )
 
 
 if __name__ == "__main__":
