@@ -15,7 +15,6 @@ per (expression, device) while the slice object lives.
 from __future__ import annotations
 
 import copy
-import importlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from scheduler import caching
+from scheduler.dra.cel import CelRuntimeError, enhance_runtime_error, prepare_device
 from scheduler.dra.structured import trace as reasons
 from scheduler.dra.structured.capacity import CapacityError, Qty, consumed_by_request, parse_qty, request_fits
 from scheduler.dra.structured.constraints import Constraint, DistinctAttribute, MatchAttribute
@@ -48,27 +48,17 @@ MODE_ALL = "All"
 SOURCE_CLASS = "FromClass"
 SOURCE_CLAIM = "FromClaim"
 TAINT_EFFECTS_PREVENTING = frozenset({"NoSchedule", "NoExecute"})
-_NO_SUCH_KEY_HINT = (
-    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
-    "for optional fields"
-)
 _CEL_MEMO_LIMIT = 64  # distinct expressions remembered per device before its memo starts over
 
 
 def _prepare_device(driver: str, raw: Mapping[str, Any]) -> Any:
     """The CEL input of a device (a seam: tests replaying upstream's CEL answers swap it)."""
-    return importlib.import_module("scheduler.dra.cel").prepare_device(driver, raw)
+    return prepare_device(driver, raw)
 
 
 def _cel_runtime_error() -> type[Exception]:
-    """scheduler.dra.cel.CelRuntimeError (a seam, like _prepare_device)."""
-    error: type[Exception] = importlib.import_module("scheduler.dra.cel").CelRuntimeError
-    return error
-
-
-def enhance_runtime_error(message: str) -> str:
-    """cel.EnhanceRuntimeError: a hint for "no such key" errors."""
-    return message + _NO_SUCH_KEY_HINT if "no such key:" in message else message
+    """The exception CEL evaluation raises (a seam, like _prepare_device)."""
+    return CelRuntimeError
 
 
 def kobj(obj: Mapping[str, Any]) -> str:
