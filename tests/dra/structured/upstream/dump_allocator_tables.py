@@ -112,7 +112,12 @@ def instrument(work: Path) -> None:
     )
     testing_go.write_text(text)
     shutil.copy(HERE / "dump_allocatortesting.go.txt", testing_go.parent / "zz_dump.go")
+    instrument_cel(work)
+    (work / "structured/internal/incubating/zz_dump_test.go").write_text(TEST_MAIN)
 
+
+def instrument_cel(work: Path) -> None:
+    """Hooks in the cel package that see each compilation and each DeviceMatches evaluation."""
     compile_go = work / "cel/compile.go"
     text = compile_go.read_text()
     text = replace_once(
@@ -131,7 +136,6 @@ def instrument(work: Path) -> None:
     )
     cache_go.write_text(text)
     (work / "cel/zz_dump.go").write_text(CEL_HOOK)
-    (work / "structured/internal/incubating/zz_dump_test.go").write_text(TEST_MAIN)
 
 
 def module_version() -> str:
