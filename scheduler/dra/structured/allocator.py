@@ -14,7 +14,6 @@ per (expression, device) while the slice object lives.
 
 from __future__ import annotations
 
-import copy
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -24,9 +23,11 @@ from typing import Any
 from scheduler import caching
 from scheduler.dra.cel import CelRuntimeError, enhance_runtime_error, prepare_device
 from scheduler.dra.structured import trace as reasons
-from scheduler.dra.structured.capacity import CapacityError, Qty, consumed_by_request, parse_qty, request_fits
+from scheduler.dra.structured.capacity import CapacityError, Qty, consumed_by_request, request_fits
+from scheduler.dra.structured.claims import Claim, ClassInfo, Request, RequestData, untolerated_taint
 from scheduler.dra.structured.constraints import Constraint, DistinctAttribute, MatchAttribute
 from scheduler.dra.structured.pools import CounterSets, Pool, PoolID, Slice, SliceDevice, SliceSet, slice_set
+from scheduler.dra.structured.results import DeviceResult, allocation_result
 from scheduler.dra.structured.trace import AllocationTrace, PoolNote, RequestNote
 from scheduler.dra.structured.types import (
     ALLOCATION_RESULTS_MAX_SIZE,
@@ -41,13 +42,9 @@ from scheduler.dra.structured.types import (
     Features,
     NodeView,
 )
-from scheduler.framework.quantity import QuantityError
 
 MODE_EXACT_COUNT = "ExactCount"
 MODE_ALL = "All"
-SOURCE_CLASS = "FromClass"
-SOURCE_CLAIM = "FromClaim"
-TAINT_EFFECTS_PREVENTING = frozenset({"NoSchedule", "NoExecute"})
 _CEL_MEMO_LIMIT = 64  # distinct expressions remembered per device before its memo starts over
 
 
@@ -61,187 +58,8 @@ def _cel_runtime_error() -> type[Exception]:
     return CelRuntimeError
 
 
-def kobj(obj: Mapping[str, Any]) -> str:
-    """klog.KObj: "namespace/name", or "name" without a namespace."""
-    meta = obj.get("metadata") or {}
-    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
-    return f"{namespace}/{name}" if namespace else name
-
-
 class _MaxSizeExceeded(Exception):
     """errAllocationResultMaxSizeExceeded: a claim would get more than 32 devices on this path."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Claims, parsed once per claim object and Allocator
-
-
-class _Request:
-    """requestAccessor: an ExactDeviceRequest or a DeviceSubRequest."""
-
-    __slots__ = (
-        "admin_access",
-        "base_name",
-        "capacity_requests",
-        "capacity_set",
-        "class_name",
-        "count",
-        "full_name",
-        "has_admin_access",
-        "has_derived",
-        "matches",
-        "matches_class",
-        "mode",
-        "name",
-        "parent",
-        "selectors",
-        "sub_name",
-        "tolerations",
-    )
-
-    def __init__(self, name: str, raw: Mapping[str, Any], parent: str | None, claim: str) -> None:
-        sub = parent is not None
-        self.name = name
-        self.parent = parent
-        self.base_name = parent if parent is not None else name
-        self.sub_name = name if parent is not None else ""
-        self.full_name = f"{parent}/{name}" if parent is not None else name
-        # isSelectable's answers (class and request selectors) per device, for as long as the class object
-        # is the same: one pod's claims are parsed once and asked about on every node.
-        self.matches: dict[SliceDevice, bool] = {}
-        self.matches_class: Mapping[str, Any] | None = None
-        self.class_name = str(raw.get("deviceClassName") or "")
-        self.mode = str(raw.get("allocationMode") or "")
-        count = raw.get("count")
-        self.count = count if isinstance(count, int) and not isinstance(count, bool) else 0
-        admin = None if sub else raw.get("adminAccess")
-        self.has_admin_access = admin is not None
-        self.admin_access = admin is True
-        selectors = raw.get("selectors")
-        self.selectors: list[Any] = selectors if isinstance(selectors, list) else []
-        tolerations = raw.get("tolerations")
-        self.tolerations: list[Mapping[str, Any]] = (
-            [t for t in tolerations if isinstance(t, Mapping)] if isinstance(tolerations, list) else []
-        )
-        self.has_derived = bool(raw.get("derivedAttributes"))
-        capacity = raw.get("capacity")
-        self.capacity_set = capacity is not None
-        self.capacity_requests: dict[str, Qty] | None = None
-        if isinstance(capacity, Mapping) and isinstance(capacity.get("requests"), Mapping):
-            try:
-                self.capacity_requests = {str(k): parse_qty(v) for k, v in capacity["requests"].items()}
-            except QuantityError as err:
-                raise AllocationError(f"claim {claim}, request {name}: capacity requests: {err}") from None
-
-
-class _ClaimRequest:
-    """One spec.devices.requests[] entry: exactly, or firstAvailable subrequests."""
-
-    __slots__ = ("exact", "name", "subs")
-
-    def __init__(self, raw: Mapping[str, Any], claim: str) -> None:
-        self.name = str(raw.get("name") or "")
-        exact = raw.get("exactly")
-        self.exact = _Request(self.name, exact, None, claim) if isinstance(exact, Mapping) else None
-        subs = raw.get("firstAvailable")
-        self.subs = [
-            _Request(str(s.get("name") or ""), s, self.name, claim)
-            for s in (subs if isinstance(subs, list) else [])
-            if isinstance(s, Mapping)
-        ]
-
-
-class _Claim:
-    """A ResourceClaim's spec.devices as the allocator reads it."""
-
-    __slots__ = ("configs", "constraints", "key", "name", "raw", "requests")
-
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.raw = raw
-        self.key = kobj(raw)
-        self.name = str((raw.get("metadata") or {}).get("name") or "")
-        spec = raw.get("spec") or {}
-        devices = spec.get("devices") if isinstance(spec, Mapping) else None
-        devices = devices if isinstance(devices, Mapping) else {}
-        requests = devices.get("requests")
-        requests = requests if isinstance(requests, list) else []
-        self.requests = [_ClaimRequest(r, self.key) for r in requests if isinstance(r, Mapping)]
-        constraints = devices.get("constraints")
-        self.constraints: list[Any] = constraints if isinstance(constraints, list) else []
-        configs = devices.get("config")
-        self.configs: list[Mapping[str, Any]] = (
-            [c for c in configs if isinstance(c, Mapping)] if isinstance(configs, list) else []
-        )
-
-
-class _RequestData:
-    """requestData: one request or subrequest of one claim, validated for this node."""
-
-    __slots__ = (
-        "all_devices",
-        "base_name",
-        "class_name",
-        "class_selectors",
-        "cls",
-        "full_name",
-        "matches",
-        "num_devices",
-        "parent",
-        "request",
-        "selected_sub",
-        "sub_name",
-    )
-
-    def __init__(self, request: _Request, cls: _ClassInfo) -> None:
-        self.request = request
-        self.parent = request.parent
-        self.base_name = request.base_name
-        self.sub_name = request.sub_name
-        self.full_name = request.full_name
-        self.cls = cls.raw
-        self.class_name = cls.name
-        self.class_selectors = cls.selectors
-        if request.matches_class is not cls.raw:
-            request.matches = {}
-            request.matches_class = cls.raw
-        self.matches = request.matches
-        self.num_devices = 0
-        self.selected_sub = 0
-        self.all_devices: list[tuple[SliceDevice, Slice, Pool]] = []
-
-
-class _ClassInfo:
-    """A DeviceClass as the allocator reads it, kept per Allocator while the lister returns the same object."""
-
-    __slots__ = ("name", "raw", "selectors")
-
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.raw = raw
-        self.name = kobj(raw)
-        spec = raw.get("spec") or {}
-        selectors = spec.get("selectors") if isinstance(spec, Mapping) else None
-        self.selectors: list[Any] = selectors if isinstance(selectors, list) else []
-
-
-class _Result:
-    """internalDeviceResult: one device picked for one request."""
-
-    __slots__ = ("admin", "consumed", "device", "rd", "share_id", "slice")
-
-    def __init__(
-        self,
-        rd: _RequestData,
-        device: SliceDevice,
-        sl: Slice,
-        share_id: str | None,
-        consumed: dict[str, Qty] | None,
-    ) -> None:
-        self.rd = rd
-        self.device = device
-        self.slice = sl
-        self.share_id = share_id
-        self.consumed = consumed
-        self.admin = rd.request.admin_access
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -285,20 +103,20 @@ class Allocator:
         self.shared_devices = {shared[:3] for shared in allocated.allocated_shared_device_ids}
         self.available_counters: dict[PoolID, CounterSets] = {}
         self.num_allocate_one_invocations = 0
-        self._claims: dict[int, _Claim] = {}
-        self._classes: dict[str, _ClassInfo] = {}
+        self._claims: dict[int, Claim] = {}
+        self._classes: dict[str, ClassInfo] = {}
         self.pools_cache = slices.pools_cache(features)
         self.new_share_id: Callable[[], str] = lambda: str(uuid.uuid4())
         self.cel_runtime_error = _cel_runtime_error()
 
-    def parsed_claim(self, raw: Mapping[str, Any]) -> _Claim:
+    def parsed_claim(self, raw: Mapping[str, Any]) -> Claim:
         claim = self._claims.get(id(raw))
         if claim is None or claim.raw is not raw:
-            claim = _Claim(raw)
+            claim = Claim(raw)
             self._claims[id(raw)] = claim
         return claim
 
-    def class_info(self, claim: _Claim, request: _Request) -> _ClassInfo:
+    def class_info(self, claim: Claim, request: Request) -> ClassInfo:
         """The request's DeviceClass, asked of the lister on every call as upstream does."""
         raw = self.classes.get(request.class_name)
         if raw is None:
@@ -308,7 +126,7 @@ class Allocator:
             )
         info = self._classes.get(request.class_name)
         if info is None or info.raw is not raw:
-            info = self._classes[request.class_name] = _ClassInfo(raw)
+            info = self._classes[request.class_name] = ClassInfo(raw)
         return info
 
     def is_allocated(self, device: DeviceID) -> bool:
@@ -349,9 +167,9 @@ class _Search:
         self.trace = trace
         self.deadline = deadline
         self.pools: list[Pool] = []
-        self.request_data: dict[tuple[int, int, int], _RequestData] = {}
+        self.request_data: dict[tuple[int, int, int], RequestData] = {}
         self.constraints: list[list[Constraint]] = [[] for _ in claims]
-        self.results: list[list[_Result]] = [[] for _ in claims]
+        self.results: list[list[DeviceResult]] = [[] for _ in claims]
         self.allocating: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.consumed_counters: dict[PoolID, CounterSets] = {}
@@ -423,9 +241,12 @@ class _Search:
             if any(pool.invalid for pool in pools):
                 raise FailedAllocationOnNode("invalid resource pools were encountered")
             return None
-        return [self._result(ci) for ci in range(len(self.claims))]
+        node, data, features = self.node.name, self.request_data, self.features
+        return [
+            allocation_result(claim, self.results[ci], data, ci, features, node) for ci, claim in enumerate(self.claims)
+        ]
 
-    def _constraints(self, claim: _Claim) -> list[Constraint]:
+    def _constraints(self, claim: Claim) -> list[Constraint]:
         constraints: list[Constraint] = []
         for i, raw in enumerate(claim.constraints):
             raw = raw if isinstance(raw, Mapping) else {}
@@ -441,7 +262,7 @@ class _Search:
                 )
         return constraints
 
-    def _validate(self, ci: int, request: _Request) -> _RequestData:
+    def _validate(self, ci: int, request: Request) -> RequestData:
         """validateDeviceRequest: the class, the number of devices, and for "All" which ones."""
         claim = self.claims[ci]
         if request.has_derived:
@@ -463,7 +284,7 @@ class _Search:
             raise AllocationError(
                 f"claim {claim.key}, request {request.name}: missing device class name (unsupported request type?)"
             )
-        rd = _RequestData(request, self.owner.class_info(claim, request))
+        rd = RequestData(request, self.owner.class_info(claim, request))
         if request.mode == MODE_EXACT_COUNT:
             rd.num_devices = request.count
         elif request.mode == MODE_ALL:
@@ -504,7 +325,7 @@ class _Search:
 
     # -- selectors ---------------------------------------------------------------------------------------
 
-    def _is_selectable(self, ci: int, rd: _RequestData, sl: Slice, device: SliceDevice) -> bool:
+    def _is_selectable(self, ci: int, rd: RequestData, sl: Slice, device: SliceDevice) -> bool:
         """isSelectable: class selectors, request selectors and per-device node selection."""
         if not self.features.device_binding_and_status and device.binding_conditions:
             if self.trace is not None:
@@ -524,7 +345,7 @@ class _Search:
         return match
 
     def _selectors_match(
-        self, ci: int, rd: _RequestData, device: SliceDevice, selectors: list[Any], of_class: bool
+        self, ci: int, rd: RequestData, device: SliceDevice, selectors: list[Any], of_class: bool
     ) -> bool:
         owner = self.owner
         for i, selector in enumerate(selectors):
@@ -566,7 +387,7 @@ class _Search:
             )
         return True
 
-    def _where(self, ci: int, rd: _RequestData, of_class: bool) -> str:
+    def _where(self, ci: int, rd: RequestData, of_class: bool) -> str:
         """Whose selector failed, as upstream's errors name it."""
         return f"class {rd.class_name}" if of_class else f"claim {self.claims[ci].key}"
 
@@ -681,7 +502,7 @@ class _Search:
                     undo()
         return False
 
-    def _capacity_fits(self, ci: int, rd: _RequestData, device: SliceDevice, verb: str) -> bool:
+    def _capacity_fits(self, ci: int, rd: RequestData, device: SliceDevice, verb: str) -> bool:
         """CmpRequestOverCapacity against what allocated and allocating shares consume of the device."""
         device_id = device.id
         consumed = self.owner.allocated.aggregated_capacity.get(device_id) or {}
@@ -702,7 +523,7 @@ class _Search:
             ) from None
 
     def _allocate_device(
-        self, ci: int, rd: _RequestData, device: SliceDevice, sl: Slice, pool: Pool, must: bool
+        self, ci: int, rd: RequestData, device: SliceDevice, sl: Slice, pool: Pool, must: bool
     ) -> Callable[[], None] | None:
         """allocateDevice: take the (selectable) device if it is free, tolerated and fits the constraints and
         counters; returns the undo for backtracking, or None when it cannot be taken."""
@@ -734,7 +555,7 @@ class _Search:
             counters_reserved = True
 
         if features.device_taints:
-            taint = _untolerated_taint(device, request)
+            taint = untolerated_taint(device, request)
             if taint is not None:
                 if counters_reserved:
                     self._release_counters(device, pool)
@@ -812,7 +633,7 @@ class _Search:
                 capacity_inserted = True
 
         results = self.results[ci]
-        results.append(_Result(rd, device, sl, share_id, consumed if consumed else None))
+        results.append(DeviceResult(rd, device, sl, share_id, consumed if consumed else None))
 
         def undo() -> None:
             results.pop()
@@ -886,106 +707,9 @@ class _Search:
             for counter, amount in counters.items():
                 counter_set[counter] -= amount
 
-    # -- results -----------------------------------------------------------------------------------------
-
-    def _result(self, ci: int) -> dict[str, Any]:
-        """The AllocationResult of one claim: devices.results, devices.config and nodeSelector."""
-        claim = self.claims[ci]
-        binding = self.features.device_binding_and_status
-        results: list[dict[str, Any]] = []
-        for res in self.results[ci]:
-            driver, pool, name = res.device.id
-            entry: dict[str, Any] = {"request": res.rd.full_name, "driver": driver, "pool": pool, "device": name}
-            if res.admin:
-                entry["adminAccess"] = True
-            if res.rd.request.tolerations:
-                entry["tolerations"] = [dict(t) for t in res.rd.request.tolerations]
-            if binding:
-                if res.device.binding_conditions:
-                    entry["bindingConditions"] = list(res.device.binding_conditions)
-                if res.device.binding_failure_conditions:
-                    entry["bindingFailureConditions"] = list(res.device.binding_failure_conditions)
-            if res.share_id is not None:
-                entry["shareID"] = res.share_id
-            if res.consumed:
-                entry["consumedCapacity"] = {k: str(v) for k, v in res.consumed.items()}
-            results.append(entry)
-        devices: dict[str, Any] = {}
-        if results:
-            devices["results"] = results
-        config = self._configs(ci, claim)
-        if config:
-            devices["config"] = config
-        allocation: dict[str, Any] = {"devices": devices}
-        try:
-            selector = _node_selector(self.results[ci], self.node.name)
-        except AllocationError as err:
-            raise AllocationError(f"create NodeSelector for claim {claim.name}: {err}") from None
-        if selector is not None:
-            allocation["nodeSelector"] = selector
-        return allocation
-
-    def _selected(self, ci: int, ri: int) -> _RequestData:
-        """The request data of a request, or of the subrequest that was chosen for it."""
-        rd = self.request_data[(ci, ri, 0)]
-        if rd.parent is not None:
-            rd = self.request_data[(ci, ri, rd.selected_sub)]
-        return rd
-
-    def _configs(self, ci: int, claim: _Claim) -> list[dict[str, Any]]:
-        """Class configs once per class (naming every request that uses the class), then claim configs that
-        apply to an allocated request; a config naming every request names none ("applies to all")."""
-        config: list[dict[str, Any]] = []
-        class_ranges: dict[str, tuple[int, int]] = {}
-        for ri in range(len(claim.requests)):
-            rd = self._selected(ci, ri)
-            if rd.cls is None:
-                continue
-            known = class_ranges.get(rd.class_name)
-            if known is not None:
-                for i in range(*known):
-                    config[i]["requests"].append(rd.full_name)
-                continue
-            start = len(config)
-            spec = rd.cls.get("spec") or {}
-            for class_config in spec.get("config") or ():
-                entry = {"source": SOURCE_CLASS, "requests": [rd.full_name]}
-                entry.update({k: copy.deepcopy(v) for k, v in class_config.items()})
-                config.append(entry)
-            class_ranges[rd.class_name] = (start, len(config))
-        for claim_config in claim.configs:
-            names = claim_config.get("requests")
-            names = list(names) if isinstance(names, list) else []
-            if not names:
-                entry = {"source": SOURCE_CLAIM}
-                entry.update({k: copy.deepcopy(v) for k, v in claim_config.items() if k != "requests"})
-                config.append(entry)
-                continue
-            for ri, req in enumerate(claim.requests):
-                rd = self.request_data[(ci, ri, 0)]
-                if req.name in names or (rd.parent is not None and self._selected(ci, ri).full_name in names):
-                    entry = {"source": SOURCE_CLAIM, "requests": list(names)}
-                    entry.update({k: copy.deepcopy(v) for k, v in claim_config.items() if k != "requests"})
-                    config.append(entry)
-                    break
-        for entry in config:
-            names = entry.get("requests")
-            if not names:
-                continue
-            for ri, req in enumerate(claim.requests):
-                if req.name in names:
-                    continue
-                rd = self.request_data[(ci, ri, 0)]
-                if rd.parent is not None and self._selected(ci, ri).full_name in names:
-                    continue
-                break
-            else:
-                del entry["requests"]
-        return config
-
     # -- trace -------------------------------------------------------------------------------------------
 
-    def _reject(self, ci: int, rd: _RequestData, device: SliceDevice, reason: str, detail: str = "") -> None:
+    def _reject(self, ci: int, rd: RequestData, device: SliceDevice, reason: str, detail: str = "") -> None:
         assert self.trace is not None
         self.trace.reject(self.claims[ci].key, rd.full_name, device.id, reason, detail)
 
@@ -1007,64 +731,3 @@ class _Search:
             trace.requests.append(RequestNote(self.claims[ci].key, rd.full_name, wanted, selectable))
 
 
-def _untolerated_taint(device: SliceDevice, request: _Request) -> Mapping[str, Any] | None:
-    """taintPreventsAllocation: the first NoSchedule/NoExecute taint no toleration of the request tolerates."""
-    for taint in device.taints:
-        if taint.get("effect") not in TAINT_EFFECTS_PREVENTING:
-            continue  # None and unknown effects do not prevent allocation
-        if not any(tolerates(t, taint) for t in request.tolerations):
-            return taint
-    return None
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """resourceclaim.ToleratesTaint (the caller checks the effect is one that matters)."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != (taint.get("key") or ""):
-        return False
-    operator = toleration.get("operator") or ""
-    if operator in ("", "Equal"):
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return operator == "Exists"
-
-
-def _requirement_key(req: Mapping[str, Any]) -> tuple[Any, Any, frozenset[str]]:
-    return req.get("key"), req.get("operator"), frozenset(req.get("values") or ())
-
-
-def _node_selector(results: list[_Result], node_name: str) -> dict[str, Any] | None:
-    """createNodeSelector: the node alone if any device is local to it (or binds to it), else the union of
-    the one-term selectors of the slices/devices, else None (available everywhere)."""
-    fields: list[dict[str, Any]] = []
-    expressions: list[dict[str, Any]] = []
-    for res in results:
-        selection = res.device.selection if res.slice.per_device_node_selection else res.slice.selection
-        if selection.node_name_set or res.device.binds_to_node:
-            return {
-                "nodeSelectorTerms": [
-                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
-                ]
-            }
-        selector = selection.node_selector
-        if selector is None:
-            continue
-        terms = selector.get("nodeSelectorTerms") or []
-        if len(terms) == 1:
-            term = terms[0] if isinstance(terms[0], Mapping) else {}
-            for target, source in ((fields, term.get("matchFields")), (expressions, term.get("matchExpressions"))):
-                for req in source or ():
-                    if all(_requirement_key(req) != _requirement_key(have) for have in target):
-                        target.append(dict(req))
-        elif len(terms) > 1:
-            raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
-    if not fields and not expressions:
-        return None
-    merged: dict[str, Any] = {}
-    if expressions:
-        merged["matchExpressions"] = expressions
-    if fields:
-        merged["matchFields"] = fields
-    return {"nodeSelectorTerms": [merged]}
