@@ -82,15 +82,23 @@ class RequestPolicy:
 
 @dataclass(frozen=True, slots=True)
 class DeviceCapacity:
-    """One entry of a device's `capacity`."""
+    """One entry of a device's `capacity`; `plain`: no request policy and not negative."""
 
     value: Qty
     policy: RequestPolicy | None
+    plain: bool = False
+
+    @classmethod
+    def of(cls, value: Qty, policy: RequestPolicy | None) -> DeviceCapacity:
+        return cls(value, policy, policy is None and value.value >= 0)
 
 
 def plain_capacity(capacity: Mapping[str, DeviceCapacity]) -> bool:
     """No request policies and no negative values: asking nothing of such a device always fits it alone."""
-    return all(cap.policy is None and cap.value.value >= 0 for cap in capacity.values())
+    for cap in capacity.values():  # noqa: SIM110 -- no generator on the slice preparation path
+        if not cap.plain:
+            return False
+    return True
 
 
 def _opt_qty(raw: Mapping[str, Any], key: str) -> Qty | None:
@@ -98,8 +106,17 @@ def _opt_qty(raw: Mapping[str, Any], key: str) -> Qty | None:
     return None if value is None else parse_qty(value)
 
 
+@switchable_lru_cache(maxsize=1024)
+def _plain_device_capacity(value: str) -> DeviceCapacity:
+    return DeviceCapacity.of(parse_qty(value), None)
+
+
 def parse_device_capacity(raw: Mapping[str, Any]) -> DeviceCapacity:
     """A DeviceCapacity object ({value, requestPolicy}); QuantityError/ValueError if malformed."""
+    if len(raw) == 1:
+        value = raw.get("value")
+        if type(value) is str:  # the common shape, the same for every device of a model: parsed once
+            return _plain_device_capacity(value)
     policy_raw = raw.get("requestPolicy")
     policy = None
     if isinstance(policy_raw, Mapping):
@@ -116,7 +133,7 @@ def parse_device_capacity(raw: Mapping[str, Any]) -> DeviceCapacity:
         )
     elif policy_raw is not None:
         raise ValueError("requestPolicy must be an object")
-    return DeviceCapacity(parse_qty(raw.get("value", "0")), policy)
+    return DeviceCapacity.of(parse_qty(raw.get("value", "0")), policy)
 
 
 def go_quote(text: str) -> str:

@@ -130,20 +130,26 @@ class _NodeSelection:
 # Prepared slices
 
 
-def _mapping(raw: Any, what: str) -> Mapping[str, Any]:
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _mapping(raw: Any, what: str, index: int = -1) -> Mapping[str, Any]:
+    """An object field (absent: empty); `what` names it in the error, with `index` for "%d"."""
+    if type(raw) is dict:  # the JSON the informers give: skip the ABC check
+        return raw
     if raw is None:
-        return {}
+        return _EMPTY
     if not isinstance(raw, Mapping):
-        raise SliceError(f"{what} must be an object")
+        raise SliceError(f"{what % index if index >= 0 else what} must be an object")
     return raw
 
 
-def _list(raw: Any, what: str) -> list[Any]:
+def _list(raw: Any, what: str, index: int = -1) -> list[Any]:
+    if type(raw) is list:
+        return raw
     if raw is None:
         return []
-    if not isinstance(raw, list):
-        raise SliceError(f"{what} must be a list")
-    return raw
+    raise SliceError(f"{what % index if index >= 0 else what} must be a list")
 
 
 def _counters(raw: Any, what: str) -> dict[str, Fraction]:
@@ -175,30 +181,29 @@ class SliceDevice:
     )
 
     def __init__(self, driver: str, pool: str, raw: Any, index: int) -> None:
-        if not isinstance(raw, Mapping):
-            raise SliceError(f"devices[{index}] must be an object")
+        raw = _mapping(raw, "devices[%d]", index)
         self.raw = raw
         self.name = str(raw.get("name") or "")
         self.id: DeviceID = (driver, pool, self.name)
-        self.attributes: Mapping[str, Any] = _mapping(raw.get("attributes"), f"devices[{index}].attributes")
+        self.attributes: Mapping[str, Any] = _mapping(raw.get("attributes"), "devices[%d].attributes", index)
         self.capacity: dict[str, DeviceCapacity] = {
-            str(name): parse_device_capacity(_mapping(cap, f"devices[{index}].capacity[{name}]"))
-            for name, cap in _mapping(raw.get("capacity"), f"devices[{index}].capacity").items()
+            str(name): parse_device_capacity(_mapping(cap, "devices[%d].capacity[]", index))
+            for name, cap in _mapping(raw.get("capacity"), "devices[%d].capacity", index).items()
         }
         self.capacity_plain = plain_capacity(self.capacity)
         multiple = raw.get("allowMultipleAllocations")
         self.allow_multiple: bool | None = multiple if isinstance(multiple, bool) else None
+        uses = _list(raw.get("consumesCounters"), "devices[%d].consumesCounters", index)
         self.consumes_counters: tuple[tuple[str, dict[str, Fraction], bool], ...] = tuple(
             (
                 str(_mapping(use, "consumesCounters[]").get("counterSet") or ""),
                 _counters(_mapping(use, "consumesCounters[]").get("counters"), "consumesCounters[].counters"),
                 bool(_mapping(use, "consumesCounters[]").get("compatibilityGroups")),
             )
-            for use in _list(raw.get("consumesCounters"), f"devices[{index}].consumesCounters")
+            for use in uses
         )
-        self.taints: tuple[Mapping[str, Any], ...] = tuple(
-            _mapping(t, "taints[]") for t in _list(raw.get("taints"), f"devices[{index}].taints")
-        )
+        taints = _list(raw.get("taints"), "devices[%d].taints", index)
+        self.taints: tuple[Mapping[str, Any], ...] = tuple(_mapping(t, "taints[]") for t in taints)
         conditions = raw.get("bindingConditions")
         failures = raw.get("bindingFailureConditions")
         # None versus [] matters as it does upstream (a decoded empty list is not nil).
