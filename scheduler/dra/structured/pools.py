@@ -424,13 +424,23 @@ def gather_pools(slices_for_node: Sequence[Slice], node: NodeView, features: Fea
     return result + with_binding_conditions
 
 
+_PoolsEntry = tuple[dict[str, str], "list[Pool] | AllocationError", "tuple[Slice, ...] | None"]
+"""A node's gathered pools: its labels then, the pools (or the error), and the slices they came from when
+nothing else went into them (then a later slice list with the same slices for the node may reuse them)."""
+
+
 class SliceSet:
     """One version of the slice list: indexed by node and by pool, with each node's pools kept until it changes."""
 
-    __slots__ = ("_by_pool", "_pools", "on_node", "shared", "slices")
+    __slots__ = ("_by_pool", "_pool_lookups", "_pools", "_previous", "on_node", "shared", "slices")
 
-    def __init__(self, slices: list[Slice]) -> None:
+    def __init__(self, slices: list[Slice], previous: SliceSet | None = None) -> None:
         self.slices = slices
+        # The version before: a node whose slices did not change keeps the pools gathered there.
+        self._previous = previous
+        if previous is not None:
+            previous._previous = None
+        self._pool_lookups = 0
         self.on_node: dict[str, list[Slice]] = {}
         self.shared: list[Slice] = []
         self._by_pool: dict[PoolID, list[Slice]] = {}
@@ -440,10 +450,11 @@ class SliceSet:
             else:
                 self.shared.append(sl)
             self._by_pool.setdefault((sl.driver, sl.pool), []).append(sl)
-        self._pools: dict[Features, dict[str, tuple[dict[str, str], list[Pool] | AllocationError]]] = {}
+        self._pools: dict[Features, dict[str, _PoolsEntry]] = {}
 
     def pool_slices(self, pool_id: PoolID, generation: int) -> tuple[bool, list[Slice]]:
         """checkSlicesInPool: (a newer generation exists, the slices of this generation) over all slices."""
+        self._pool_lookups += 1
         found: list[Slice] = []
         for sl in self._by_pool.get(pool_id, ()):
             if sl.generation == generation:
@@ -452,17 +463,12 @@ class SliceSet:
                 return True, []
         return False, found
 
-    def pools_cache(self, features: Features) -> dict[str, tuple[dict[str, str], list[Pool] | AllocationError]]:
+    def pools_cache(self, features: Features) -> dict[str, _PoolsEntry]:
         """Where pools_for keeps the nodes' pools for one feature set (an Allocator looks it up once)."""
         return self._pools.setdefault(features, {})
 
-    def pools_for(
-        self,
-        node: NodeView,
-        features: Features,
-        cache: dict[str, tuple[dict[str, str], list[Pool] | AllocationError]] | None = None,
-    ) -> list[Pool]:
-        """The node's pools, gathered once per node (and its labels) while the slice list stays the same."""
+    def pools_for(self, node: NodeView, features: Features, cache: dict[str, _PoolsEntry] | None = None) -> list[Pool]:
+        """The node's pools, gathered once per node (and its labels) while its slices stay the same."""
         if cache is None:
             cache = self.pools_cache(features)
         hit = cache.get(node.name) if caching.ENABLED else None
@@ -470,12 +476,20 @@ class SliceSet:
             pools = hit[1]
         else:
             slices_for_node = self.on_node.get(node.name, []) + self.shared
-            try:
-                pools = gather_pools(slices_for_node, node, features, self)
-            except AllocationError as err:
-                pools = err
+            inputs: tuple[Slice, ...] | None = tuple(slices_for_node)
+            before = self._previous._pools.get(features, {}).get(node.name) if self._previous is not None else None
+            if caching.ENABLED and before is not None and before[2] == inputs and before[0] == node.labels:
+                pools = before[1]
+            else:
+                lookups = self._pool_lookups
+                try:
+                    pools = gather_pools(slices_for_node, node, features, self)
+                except AllocationError as err:
+                    pools = err
+                if self._pool_lookups != lookups:
+                    inputs = None  # other nodes' slices went into these pools: no reuse in the next version
             if caching.ENABLED:
-                cache[node.name] = (dict(node.labels), pools)
+                cache[node.name] = (dict(node.labels), pools, inputs)
         if isinstance(pools, AllocationError):
             raise AllocationError(f"gather pool information: {pools}")
         return pools
@@ -512,7 +526,7 @@ class _SliceCache:
             prepared[key] = sl
             slices.append(sl)
         self._previous, self._current = current, prepared
-        self._set, self._set_ids = SliceSet(slices), ids
+        self._set, self._set_ids = SliceSet(slices, self._set), ids
         return self._set
 
 
