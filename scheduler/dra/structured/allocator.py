@@ -110,6 +110,8 @@ class Allocator:
         self.cel_runtime_error = _cel_runtime_error()
 
     def parsed_claim(self, raw: Mapping[str, Any]) -> Claim:
+        if not isinstance(raw, Mapping):
+            raise AllocationError(f"resource claim {raw!r:.80}: not an object")
         claim = self._claims.get(id(raw))
         if claim is None or claim.raw is not raw:
             claim = Claim(raw)
@@ -119,6 +121,10 @@ class Allocator:
     def class_info(self, claim: Claim, request: Request) -> ClassInfo:
         """The request's DeviceClass, asked of the lister on every call as upstream does."""
         raw = self.classes.get(request.class_name)
+        if raw is not None and not isinstance(raw, Mapping):
+            raise AllocationError(
+                f"claim {claim.key}, request {request.name}: device class {request.class_name}: not an object"
+            )
         if raw is None:
             raise AllocationError(
                 f"claim {claim.key}, request {request.name}: could not retrieve device class {request.class_name}: "

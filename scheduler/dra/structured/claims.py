@@ -16,7 +16,9 @@ TAINT_EFFECTS_PREVENTING = frozenset({"NoSchedule", "NoExecute"})
 
 def kobj(obj: Mapping[str, Any]) -> str:
     """klog.KObj: "namespace/name", or "name" without a namespace."""
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return ""
     name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
     return f"{namespace}/{name}" if namespace else name
 
@@ -104,7 +106,7 @@ class Claim:
     def __init__(self, raw: Mapping[str, Any]) -> None:
         self.raw = raw
         self.key = kobj(raw)
-        self.name = str((raw.get("metadata") or {}).get("name") or "")
+        self.name = self.key.rpartition("/")[2]
         spec = raw.get("spec") or {}
         devices = spec.get("devices") if isinstance(spec, Mapping) else None
         devices = devices if isinstance(devices, Mapping) else {}
@@ -125,6 +127,7 @@ class RequestData:
     __slots__ = (
         "all_devices",
         "base_name",
+        "class_configs",
         "class_name",
         "class_selectors",
         "cls",
@@ -146,6 +149,7 @@ class RequestData:
         self.cls = cls.raw
         self.class_name = cls.name
         self.class_selectors = cls.selectors
+        self.class_configs = cls.configs
         if request.matches_class is not cls.raw:
             request.matches = {}
             request.matches_class = cls.raw
@@ -158,14 +162,19 @@ class RequestData:
 class ClassInfo:
     """A DeviceClass as the allocator reads it, kept per Allocator while the lister returns the same object."""
 
-    __slots__ = ("name", "raw", "selectors")
+    __slots__ = ("configs", "name", "raw", "selectors")
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         self.raw = raw
         self.name = kobj(raw)
-        spec = raw.get("spec") or {}
-        selectors = spec.get("selectors") if isinstance(spec, Mapping) else None
+        spec = raw.get("spec")
+        spec = spec if isinstance(spec, Mapping) else {}
+        selectors = spec.get("selectors")
         self.selectors: list[Any] = selectors if isinstance(selectors, list) else []
+        configs = spec.get("config")
+        self.configs: list[Mapping[str, Any]] = (
+            [c for c in configs if isinstance(c, Mapping)] if isinstance(configs, list) else []
+        )
 
 
 def untolerated_taint(device: SliceDevice, request: Request) -> Mapping[str, Any] | None:

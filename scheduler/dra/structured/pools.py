@@ -44,7 +44,8 @@ def _go_requirements(raw: Any) -> str:
     out = "[]NodeSelectorRequirement{"
     for req in raw if isinstance(raw, list) else []:
         req = req if isinstance(req, Mapping) else {}
-        values = req.get("values") or []
+        values = req.get("values")
+        values = values if isinstance(values, list) else []
         out += (
             f"NodeSelectorRequirement{{Key:{req.get('key') or ''},Operator:{req.get('operator') or ''},"
             f"Values:[{' '.join(str(v) for v in values)}],}},"
@@ -236,6 +237,8 @@ class Slice:
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         self.raw = raw
+        if not isinstance(raw, Mapping):  # offers nothing to anyone (no node selection can be read)
+            raw = {}
         meta = raw.get("metadata")
         self.name = str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
         spec = raw.get("spec")
@@ -265,7 +268,7 @@ class Slice:
                 )
                 for cs in _list(spec.get("sharedCounters"), "sharedCounters")
             )
-        except (SliceError, ValueError) as err:
+        except (ValueError, TypeError, AttributeError) as err:  # SliceError, QuantityError: a field we cannot read
             self.error = f"resource slice {self.name}: {err}"
             self.devices = ()
         self.uses_compatibility_groups = any(use[2] for d in self.devices for use in d.consumes_counters)

@@ -102,8 +102,7 @@ def _configs(claim: Claim, request_data: dict[tuple[int, int, int], RequestData]
                 config[i]["requests"].append(rd.full_name)
             continue
         start = len(config)
-        spec = rd.cls.get("spec") or {}
-        for class_config in spec.get("config") or ():
+        for class_config in rd.class_configs:
             entry = {"source": SOURCE_CLASS, "requests": [rd.full_name]}
             entry.update({k: copy.deepcopy(v) for k, v in class_config.items()})
             config.append(entry)
