@@ -2,7 +2,7 @@
 
 The environment is upstream's stored-expressions one: the `device` variable (driver, attributes by domain,
 capacity as quantities, allowMultipleAllocations), cel-go's standard library and extensions and Kubernetes'
-libraries (functions.py), the runtime cost limit resourceapi.CELSelectorExpressionMaxCost. Our own interpreter
+libraries (library.py), the runtime cost limit resourceapi.CELSelectorExpressionMaxCost. Our own interpreter
 (parser -> checker -> closures, see docs/dra.md "CEL" for why not a binding): compile once per expression
 (CelCache), prepare each device once (prepare_device), evaluate per device (CompilationResult.device_matches).
 
@@ -177,6 +177,10 @@ class CompilationResult:
 
     def evaluate(self, device: PreparedDevice) -> Any:
         """The expression's value on one device (any CEL type); raises CelRuntimeError."""
+        return self.evaluate_with_cost(device)[0]
+
+    def evaluate_with_cost(self, device: PreparedDevice) -> tuple[Any, int]:
+        """The value and the runtime cost cel-go would count (0 unless metered); raises CelRuntimeError."""
         if self._program is None:
             raise RuntimeError(f"CEL expression {self.expression!r} did not compile: {self.error}")
         if device.error is not None:
@@ -185,7 +189,7 @@ class CompilationResult:
         if self._slots > planner.FIRST_SLOT:
             frame.extend([None] * (self._slots - planner.FIRST_SLOT))
         try:
-            return self._program(frame)
+            return self._program(frame), frame[planner.COST]
         except CelEvalError as e:
             raise CelRuntimeError(e.message) from None
         except RecursionError:
@@ -213,14 +217,18 @@ def _bool_conversion_error(name: str) -> str:
     return f"type conversion error from '{short.get(name, name)}' to 'bool'"
 
 
-def compile_expression(expression: str, cost_limit: int = CEL_SELECTOR_EXPRESSION_MAX_COST) -> CompilationResult:
-    """upstream CompileCELExpression for a selector (stored expressions, cost estimation disabled)."""
+def compile_expression(expression: str, cost_limit: int = CEL_SELECTOR_EXPRESSION_MAX_COST,
+                       metered: bool | None = None) -> CompilationResult:
+    """upstream CompileCELExpression for a selector (stored expressions, cost estimation disabled).
+
+    `metered` forces (True) or forbids (False) cost metering; by default it is on only when the expression's
+    worst case could reach `cost_limit`."""
     try:
         root = parse(expression)
         output, checked, errors = check(root)
     except ParseError as e:
-        return CompilationResult(expression, CelError("compilation failed: " + format_error(expression, e.pos,
-                                                                                             e.message)))
+        text = "\n".join(format_error(expression, err.pos, err.message) for err in e.all())
+        return CompilationResult(expression, CelError("compilation failed: " + text))
     except RecursionError:
         return CompilationResult(expression, CelError("compilation failed: expression recursion limit exceeded"))
     if errors:
@@ -228,12 +236,15 @@ def compile_expression(expression: str, cost_limit: int = CEL_SELECTOR_EXPRESSIO
         return CompilationResult(expression, CelError("compilation failed: " + text))
     if output.name != "bool" and not is_dyn(output):
         return CompilationResult(expression, CelError(f"must evaluate to bool or the unknown type, not {output}"))
-    metered = worst_case(root, checked) > cost_limit
-    plan = Planner(checked, metered, cost_limit)
     try:
+        if metered is None:
+            metered = worst_case(root, checked) > cost_limit
+        plan = Planner(checked, metered, cost_limit)
         program = plan.plan(root)
     except PlanError as e:
         return CompilationResult(expression, CelError("program instantiation failed: " + e.message))
+    except Exception as e:  # a bug of ours must fail this selector, never the scheduling loop
+        return CompilationResult(expression, CelError(f"unexpected compilation error: {type(e).__name__}: {e}"))
     return CompilationResult(expression, None, program, plan.slots, metered)
 
 

@@ -1,7 +1,7 @@
 """Type-checks a parsed expression against the DRA environment, as cel-go's checker does before a program exists.
 
 It infers each node's type (so the output can be validated: a selector must be bool or dyn), resolves calls to
-the overloads of functions.FUNCTIONS that can match, and reports cel-go's messages: `undeclared reference to
+the overloads of library.FUNCTIONS that can match, and reports cel-go's messages: `undeclared reference to
 'x' (in container '')`, `undefined field 'x'`, `found no matching overload for '_<_' applied to '(string,
 int)'`, `expected type 'int' but found 'string'`. Where a type is dyn the choice is left to run time.
 """
@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 
 from scheduler.dra.cel import ast
 from scheduler.dra.cel import types as t
-from scheduler.dra.cel.functions import FUNCTIONS, TYPE_IDENTS, Overload, compile_regex
+from scheduler.dra.cel.library import (
+    FORMAT_CLAUSE_TYPES,
+    FUNCTIONS,
+    TYPE_IDENTS,
+    Overload,
+    compile_regex,
+    format_clauses,
+)
 from scheduler.dra.cel.values import CelEvalError, Uint
 
 
@@ -70,6 +77,7 @@ class Checker:
         # cel-go's homogeneous-literal validator runs only on a program that type-checked: candidates wait here
         self.heterogeneous: list[tuple[int, CheckError]] = []
         self.reported: set[tuple[int, str]] = set()
+        self.format_errors: list[CheckError] = []
 
     def check(self, node: ast.Node) -> t.Type:
         try:
@@ -85,6 +93,7 @@ class Checker:
         errors = self.errors
         if not errors:
             errors = [e for owner, e in self.heterogeneous if owner not in self.heterogeneous_ok]
+            errors += self.format_errors
         return sorted(errors, key=lambda e: e.pos)
 
     def lookup_var(self, name: str) -> t.Type | None:
@@ -160,10 +169,10 @@ class Checker:
         if name == "_?_:_":
             self.expect_bool(node.args[0], name)
             a, b = self.check(node.args[1]), self.check(node.args[2])
-            joined = t.join(a, b)
-            if joined is None:
-                raise CheckError(node.pos, f"found no matching overload for '_?_:_' applied to '(bool, {a}, {b})'")
-            return joined
+            if t.join(a, b) is None:
+                raise CheckError(node.pos, f"found no matching overload for '_?_:_' applied to "
+                                           f"'(bool, {_shown(a)}, {_shown(b)})'")
+            return t.join_elements(a, b)
         if name in ("_[_]", "_[?_]"):
             return self.index(node)
         target_type: t.Type | None = None
@@ -178,13 +187,17 @@ class Checker:
                 target_type = self.check(node.target)
         fn = FUNCTIONS.get(name)
         if name == "format":
-            # cel-go's homogeneous-literal validator exempts format()'s argument list
-            self.heterogeneous_ok.update(id(a) for a in node.args if isinstance(a, ast.CreateList))
+            # cel-go's homogeneous-literal validator exempts format()'s argument list (and what it holds)
+            self.heterogeneous_ok.update(_literal_ids(node.args))
         arg_types = [self.check(a) for a in node.args]
-        if target_type == t.ERROR or t.ERROR in arg_types:
-            if fn is None and name not in DECLARED_ELSEWHERE:
+        if (target_type == t.ERROR or t.ERROR in arg_types) and fn is None:
+            if name not in DECLARED_ELSEWHERE:
                 raise CheckError(node.pos, f"undeclared reference to '{name}' (in container '')")
             return t.ERROR
+        if name == "format" and isinstance(node.target, ast.Literal) and isinstance(node.target.value, str) and (
+            len(node.args) == 1 and isinstance(node.args[0], ast.CreateList)
+        ):
+            self.format_errors.extend(_check_format(node, node.target.value, node.args[0], self.result))
         if name == "matches" and isinstance(node.args[-1], ast.Literal) and isinstance(node.args[-1].value, str):
             try:
                 compile_regex(node.args[-1].value)
@@ -207,10 +220,10 @@ class Checker:
                 matches.append(ov)
                 results.append(t.substitute(ov.result, bindings))
         if not matches:
-            if member:
-                shown = f"{target_type}.({', '.join(str(a) for a in arg_types)})"
+            if target_type is not None:
+                shown = f"{_shown(target_type)}.({', '.join(_shown(a) for a in arg_types)})"
             else:
-                shown = f"({', '.join(str(a) for a in arg_types)})"
+                shown = f"({', '.join(_shown(a) for a in arg_types)})"
             raise CheckError(node.pos, f"found no matching overload for '{name}' applied to '{shown}'")
         self.result.overloads[id(node)] = matches
         if name == "dyn":
@@ -347,8 +360,43 @@ class Checker:
         return entry if entry.name == "map" else t.map_of(t.DYN, t.DYN)
 
 
+def _literal_ids(nodes: list[ast.Node]) -> set[int]:
+    """The list and map literals in these nodes, nested ones included."""
+    out: set[int] = set()
+    for n in nodes:
+        if isinstance(n, ast.CreateList):
+            out.add(id(n))
+            out |= _literal_ids(n.elements)
+        elif isinstance(n, ast.CreateMap):
+            out.add(id(n))
+            out |= _literal_ids([v for _, v, _ in n.entries] + [k for k, _, _ in n.entries])
+    return out
+
+
+def _check_format(node: ast.Call, template: str, args: ast.CreateList, checked: Checked) -> list[CheckError]:
+    """cel-go's string-format validator on a literal template with a list literal of arguments."""
+    try:
+        clauses = format_clauses(template)
+    except CelEvalError as e:
+        return [CheckError(node.pos, e.message)]
+    for i, (verb, _) in enumerate(clauses):
+        if i >= len(args.elements):
+            return [CheckError(node.pos, f"index {i} out of range")]
+        arg = args.elements[i]
+        typ = checked.type_of(arg)
+        allowed, what = FORMAT_CLAUSE_TYPES["x" if verb == "X" else ("e" if verb == "E" else verb)]
+        if not t.is_dyn(typ) and typ.name not in allowed:
+            return [CheckError(arg.pos, f"error during formatting: {what}, was given {typ}")]
+    if len(args.elements) > len(clauses):
+        return [CheckError(node.pos, "too many arguments supplied to string.format "
+                                     f"(expected {len(clauses)}, got {len(args.elements)})")]
+    return []
+
+
 def _shown(typ: t.Type) -> str:
-    """Types as the homogeneous-literal validator names them (null_type reads 'null' there)."""
+    """Types as cel-go's checker messages name them (null_type reads 'null' there)."""
+    if typ.params:
+        return f"{typ.name}({', '.join(_shown(p) for p in typ.params)})"
     return "null" if typ == t.NULL else str(typ)
 
 

@@ -46,6 +46,10 @@ _SIZE_PRESERVING = frozenset(
 )
 
 
+def _ceil(x: float) -> float:
+    return x if math.isinf(x) else math.ceil(x)
+
+
 class Estimator:
     """Walks a checked AST; each visit returns (worst cost, worst size of the value) with inf for unknown."""
 
@@ -116,7 +120,7 @@ class Estimator:
             result_size = UNBOUNDED if sized else 1
         if name in _FIXED_COST:
             if name == "_+_" and result_type in (t.STRING, t.BYTES):
-                return cost + math.ceil(sum(sizes) * 0.1), result_size
+                return cost + _ceil(sum(sizes) * 0.1), result_size
             return cost + 1, result_size
         # size-priced functions: bounded when their inputs are
         if biggest == UNBOUNDED:
@@ -124,7 +128,7 @@ class Estimator:
         product = 1.0
         for size in sizes:
             product *= max(size, 1) * 0.25 + 1
-        return cost + math.ceil(product) + biggest, result_size
+        return cost + _ceil(product) + biggest, result_size
 
     def comprehension(self, node: ast.Comprehension) -> tuple[float, float]:
         range_cost, range_size = self.estimate(node.range)

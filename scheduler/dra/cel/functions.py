@@ -1,13 +1,13 @@
-"""The functions of v1.37.2's stored-expressions CEL environment: cel-go's standard library, its extensions
-(strings v2, lists v3, sets, bindings, two-variable comprehensions, optional types) and Kubernetes' libraries
-(quantity, semver, regex, lists with includes, IP, CIDR, URLs), each with its signature (for the checker), its
-implementation (for the interpreter) and its runtime cost (cel-go's defaults and Kubernetes' CostEstimator).
+"""The function registry of v1.37.2's stored-expressions CEL environment, and most of its functions: cel-go's
+standard library and extensions (strings v2, lists v3, sets, optional types) and Kubernetes' quantity, semver,
+regex and lists libraries; net.py, formatting.py and formats.py add the rest (library.py loads them all).
+Each function has its signature (for the checker), its implementation (for the interpreter) and its runtime
+cost (cel-go's defaults and Kubernetes' CostEstimator).
 """
 
 from __future__ import annotations
 
 import functools
-import ipaddress
 import itertools
 import math
 import re
@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from scheduler.dra.cel import types as t
 from scheduler.dra.cel.values import (
@@ -79,13 +78,15 @@ class Function:
 
     def mismatch(self, values: tuple[Any, ...]) -> CelEvalError:
         if self.operator:
-            if self.trait is not None and values and type(values[0]) not in self.trait:
+            # a first argument without the trait fails in the interpreter ("no such overload: _-_") unless it is
+            # a receiver type (strings), whose Receive answers the bare error
+            if self.trait is not None and values and type(values[0]) not in self.trait and type(values[0]) is not str:
                 return CelEvalError(f"no such overload: {self.name}")
             return no_such_overload()
         return CelEvalError(f"no such overload: {self.name}({', '.join(type_name(v) for v in values)})")
 
 
-_RUNTIME_KINDS: dict[str, tuple[type, ...]] = {
+RUNTIME_KINDS: dict[str, tuple[type, ...]] = {
     "int": (int,),
     "uint": (Uint,),
     "double": (float,),
@@ -108,7 +109,7 @@ _RUNTIME_KINDS: dict[str, tuple[type, ...]] = {
 def _guard(param: t.Type) -> frozenset[type] | None:
     if param.name == "dyn" or param.is_param:
         return None
-    return frozenset(_RUNTIME_KINDS.get(param.name, ()))
+    return frozenset(RUNTIME_KINDS.get(param.name, ()))
 
 
 def size_of(v: Any) -> int:
@@ -121,15 +122,15 @@ def size_of(v: Any) -> int:
     return 1
 
 
-def _ceil(x: float) -> int:
+def cost_ceil(x: float) -> int:
     return math.ceil(x)
 
 
-def _traverse(index: int, factor: float = 0.1) -> CostFn:
-    return lambda args, result: _ceil(size_of(args[index]) * factor)
+def traversal_price(index: int, factor: float = 0.1) -> CostFn:
+    return lambda args, result: cost_ceil(size_of(args[index]) * factor)
 
 
-def _one(args: list[Any], result: Any) -> int:
+def unit_cost(args: list[Any], result: Any) -> int:
     return 1
 
 
@@ -138,7 +139,7 @@ def _zero(args: list[Any], result: Any) -> int:
 
 
 def _min_size(args: list[Any], result: Any) -> int:
-    return _ceil(min(size_of(args[0]), size_of(args[1])) * 0.1)
+    return cost_ceil(min(size_of(args[0]), size_of(args[1])) * 0.1)
 
 
 def _equals_cost(args: list[Any], result: Any) -> int:
@@ -148,19 +149,49 @@ def _equals_cost(args: list[Any], result: Any) -> int:
 
 
 def _regex_cost(args: list[Any], result: Any) -> int:
-    return _ceil((1.0 + size_of(args[0])) * 0.1) * _ceil(size_of(args[1]) * 0.25)
+    return cost_ceil((1.0 + size_of(args[0])) * 0.1) * cost_ceil(size_of(args[1]) * 0.25)
 
 
 def _contains_cost(args: list[Any], result: Any) -> int:
-    return _ceil(size_of(args[0]) * 0.1) * _ceil(size_of(args[1]) * 0.1)
+    return cost_ceil(size_of(args[0]) * 0.1) * cost_ceil(size_of(args[1]) * 0.1)
+
+
+def traversal_cost(v: Any) -> int:
+    """Kubernetes' traversalCost: string length x 0.1 (truncated), summed over list elements and map entries."""
+    tv = type(v)
+    if tv is str:
+        return int(len(v.encode()) * 0.1)  # Go's len(): bytes
+    if tv is bytes:
+        return int(len(v) * 0.1)
+    if tv is list or tv is tuple:
+        return sum(traversal_cost(x) for x in v)
+    if tv is dict or tv is DefaultMap:
+        return sum(traversal_cost(k) + traversal_cost(x) for k, x in v.items())
+    return 1
 
 
 def _list_traversal(args: list[Any], result: Any) -> int:
-    v = args[0]
-    return size_of(v) if type(v) in (list, tuple, str, bytes, dict) else 1
+    return traversal_cost(args[0])
+
+
+def _sets_cost(factor: int) -> CostFn:
+    return lambda args, result: 1 + size_of(args[0]) * size_of(args[1]) * factor
 
 
 FUNCTIONS: dict[str, Function] = {}
+
+
+def parses(parse: Callable[..., Any]) -> Callable[..., bool]:
+    """isQuantity, isSemver, isIP, ...: whether the parse succeeds, its error swallowed."""
+
+    def check(*args: Any) -> bool:
+        try:
+            parse(*args)
+        except CelEvalError:
+            return False
+        return True
+
+    return check
 
 
 def define(name: str, signature: str, impl: Impl, *, cost: CostFn | None = None, operator: bool = False) -> None:
@@ -247,9 +278,9 @@ define("_+_", "_+_(int, int) -> int", lambda a, b: _check_int(a + b), operator=T
 define("_+_", "_+_(uint, uint) -> uint", lambda a, b: _check_uint(a + b), operator=True)
 define("_+_", "_+_(double, double) -> double", lambda a, b: a + b, operator=True)
 define("_+_", "_+_(string, string) -> string", lambda a, b: a + b, operator=True,
-       cost=lambda args, r: _ceil((size_of(args[0]) + size_of(args[1])) * 0.1))
+       cost=lambda args, r: cost_ceil((size_of(args[0]) + size_of(args[1])) * 0.1))
 define("_+_", "_+_(bytes, bytes) -> bytes", lambda a, b: a + b, operator=True,
-       cost=lambda args, r: _ceil((size_of(args[0]) + size_of(args[1])) * 0.1))
+       cost=lambda args, r: cost_ceil((size_of(args[0]) + size_of(args[1])) * 0.1))
 define("_+_", "_+_(list(A), list(A)) -> list(A)", lambda a, b: [*a, *b], operator=True)
 define("_-_", "_-_(int, int) -> int", lambda a, b: _check_int(a - b), operator=True)
 define("_-_", "_-_(uint, uint) -> uint", lambda a, b: _check_uint(a - b), operator=True)
@@ -266,11 +297,19 @@ define("-_", "-_(int) -> int", lambda a: _check_int(-a), operator=True)
 define("-_", "-_(double) -> double", lambda a: -a, operator=True)
 
 
+# Timestamps and durations exist only in signatures (nothing here makes one): `dyn - null` type-checks as in
+# cel-go, through them, and fails at run time.
+_TS, _DUR = "google.protobuf.Timestamp", "google.protobuf.Duration"
+for _sig in (f"_+_({_TS}, {_DUR}) -> {_TS}", f"_+_({_DUR}, {_TS}) -> {_TS}", f"_+_({_DUR}, {_DUR}) -> {_DUR}"):
+    define("_+_", _sig, lambda a, b: no_such_overload(), operator=True)
+for _sig in (f"_-_({_TS}, {_TS}) -> {_DUR}", f"_-_({_TS}, {_DUR}) -> {_TS}", f"_-_({_DUR}, {_DUR}) -> {_DUR}"):
+    define("_-_", _sig, lambda a, b: no_such_overload(), operator=True)
+
 _NUMBERS = frozenset([int, Uint, float])
 FUNCTIONS["_+_"].trait = _NUMBERS | {str, bytes, list, tuple}
 FUNCTIONS["_-_"].trait = FUNCTIONS["_*_"].trait = FUNCTIONS["_/_"].trait = _NUMBERS
 FUNCTIONS["_%_"].trait = frozenset([int, Uint])
-FUNCTIONS["-_"].trait = frozenset([int, float])
+FUNCTIONS["-_"].trait = frozenset([int, float, bool])  # types.Bool is a Negater (its impl then refuses it)
 
 # ---- comparison ---------------------------------------------------------------------------------------------
 
@@ -296,10 +335,14 @@ for _op, _cmp in (("_<_", lambda c: c < 0), ("_<=_", lambda c: c <= 0), ("_>_", 
                    cost=_min_size if _a in _STRING_COST else None)
 
 for _op in ("_<_", "_<=_", "_>_", "_>=_"):
+    # timestamps and durations have no values here (no function makes them), but their overloads exist,
+    # so `dyn < null` type-checks as in cel-go (null is assignable to them) and fails at run time
+    for _t in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+        define(_op, f"{_op}({_t}, {_t}) -> bool", lambda a, b: compare(a, b) < 0, operator=True)
     FUNCTIONS[_op].trait = _NUMBERS | {str, bytes, bool}
 
 define("_==_", "_==_(A, A) -> bool", equals_operator, operator=True, cost=_equals_cost)
-define("_!=_", "_!=_(A, A) -> bool", lambda a, b: not equals(a, b), operator=True, cost=_equals_cost)
+define("_!=_", "_!=_(A, A) -> bool", lambda a, b: not equals(a, b), operator=True, cost=_min_size)
 
 
 def _in(elem: Any, container: Any) -> bool:
@@ -334,9 +377,9 @@ for _sig in ("string", "bytes", "list(A)", "map(A, B)"):
 FUNCTIONS["size"].trait = frozenset([str, bytes, list, tuple, dict, DefaultMap])
 
 define("contains", "string.contains(string) -> bool", lambda s, sub: sub in s, cost=_contains_cost, operator=True)
-define("startsWith", "string.startsWith(string) -> bool", lambda s, p: s.startswith(p), cost=_traverse(1),
+define("startsWith", "string.startsWith(string) -> bool", lambda s, p: s.startswith(p), cost=traversal_price(1),
        operator=True)
-define("endsWith", "string.endsWith(string) -> bool", lambda s, p: s.endswith(p), cost=_traverse(1),
+define("endsWith", "string.endsWith(string) -> bool", lambda s, p: s.endswith(p), cost=traversal_price(1),
        operator=True)
 
 
@@ -350,6 +393,7 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
         try:
             compiled = re.compile(_re2_to_python(pattern))
         except re.error as e:
+            # Python's reason, in RE2's frame (the corpus has no invalid pattern evaluated at run time)
             raise CelEvalError(f"error parsing regexp: {e}: `{pattern}`") from None
         if len(_REGEX_CACHE) > 256:
             _REGEX_CACHE.clear()
@@ -357,9 +401,64 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
     return compiled
 
 
+_MULTILINE = re.compile(r"\(\?[a-zA-Z]*m[a-zA-Z]*[:)]")
+
+
 def _re2_to_python(pattern: str) -> str:
-    # RE2's \z is Python's \Z; Python has no possessive/backreference differences that matter here.
-    return pattern.replace(r"\z", r"\Z")
+    """Rewrite the RE2 syntax whose meaning differs in Python's re: `$` (end of text unless (?m)), `\\z`,
+    `\\Q...\\E`, `(?<name>`; refuse what RE2 refuses (look-arounds, backreferences) with its words."""
+    out: list[str] = []
+    multiline = _MULTILINE.search(pattern) is not None
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            if e == "Q":
+                end = pattern.find("\\E", i + 2)
+                literal = pattern[i + 2 :] if end < 0 else pattern[i + 2 : end]
+                out.append(re.escape(literal))
+                i = n if end < 0 else end + 2
+                continue
+            if e in "123456789" and not in_class:
+                raise CelEvalError(f"error parsing regexp: invalid escape sequence: `\\{e}`")
+            out.append("\\Z" if e == "z" and not in_class else c + e)
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            # a ] right after [ or [^ is a literal
+            if pattern[i : i + 1] == "^":
+                out.append("^")
+                i += 1
+            if pattern[i : i + 1] == "]":
+                out.append("\\]")
+                i += 1
+            continue
+        if c == "(" and pattern.startswith("(?", i):
+            for perl in ("(?=", "(?!", "(?<=", "(?<!"):
+                if pattern.startswith(perl, i):
+                    raise CelEvalError(f"error parsing regexp: invalid or unsupported Perl syntax: `{perl}`")
+            if pattern.startswith("(?<", i):
+                out.append("(?P<")
+                i += 3
+                continue
+        if c == "$" and not multiline:
+            out.append("\\Z")
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 define("matches", "string.matches(string) -> bool", lambda s, p: compile_regex(p).search(s) is not None,
@@ -470,13 +569,13 @@ def _quote(s: str) -> str:
     return "".join(out)
 
 
-_string_cost = _traverse(0)
-_string_cost2 = _traverse(0, 0.2)
+_string_cost = traversal_price(0)
+_string_cost2 = traversal_price(0, 0.2)
 define("charAt", "string.charAt(int) -> string", _char_at)
-define("indexOf", "string.indexOf(string) -> int", _index_of)
-define("indexOf", "string.indexOf(string, int) -> int", _index_of)
-define("lastIndexOf", "string.lastIndexOf(string) -> int", _last_index_of)
-define("lastIndexOf", "string.lastIndexOf(string, int) -> int", _last_index_of)
+define("indexOf", "string.indexOf(string) -> int", _index_of, cost=_list_traversal)
+define("indexOf", "string.indexOf(string, int) -> int", _index_of, cost=_list_traversal)
+define("lastIndexOf", "string.lastIndexOf(string) -> int", _last_index_of, cost=_list_traversal)
+define("lastIndexOf", "string.lastIndexOf(string, int) -> int", _last_index_of, cost=_list_traversal)
 define("lowerAscii", "string.lowerAscii() -> string", _ascii(str.lower), cost=_string_cost)
 define("upperAscii", "string.upperAscii() -> string", _ascii(str.upper), cost=_string_cost)
 define("replace", "string.replace(string, string) -> string", _replace, cost=_string_cost2)
@@ -486,8 +585,8 @@ define("split", "string.split(string, int) -> list(string)", _split, cost=_strin
 define("substring", "string.substring(int) -> string", _substring, cost=_string_cost)
 define("substring", "string.substring(int, int) -> string", _substring, cost=_string_cost)
 define("trim", "string.trim() -> string", lambda s: s.strip(_UNICODE_SPACE), cost=_string_cost)
-define("join", "list(string).join() -> string", _join, cost=lambda args, r: _ceil(size_of(r) * 0.2))
-define("join", "list(string).join(string) -> string", _join, cost=lambda args, r: _ceil(size_of(r) * 0.2))
+define("join", "list(string).join() -> string", _join, cost=lambda args, r: cost_ceil(size_of(r) * 0.2))
+define("join", "list(string).join(string) -> string", _join, cost=lambda args, r: cost_ceil(size_of(r) * 0.2))
 define("strings.quote", "strings.quote(string) -> string", _quote, cost=_string_cost)
 
 
@@ -625,11 +724,11 @@ for _src in ("int", "uint", "double", "string"):
     define("double", f"double({_src}) -> double", _to_double)
 for _src in ("int", "uint", "double", "string", "bool", "bytes", "net.IP", "net.CIDR"):
     define("string", f"string({_src}) -> string", _to_string,
-           cost=_traverse(0) if _src == "bytes" else None)
+           cost=traversal_price(0) if _src == "bytes" else None)
 define("bool", "bool(bool) -> bool", _to_bool)
 define("bool", "bool(string) -> bool", _to_bool)
 define("bytes", "bytes(bytes) -> bytes", _to_bytes)
-define("bytes", "bytes(string) -> bytes", _to_bytes, cost=_traverse(0))
+define("bytes", "bytes(string) -> bytes", _to_bytes, cost=traversal_price(0))
 define("dyn", "dyn(A) -> dyn", lambda v: v, cost=_zero)
 define("type", "type(A) -> type(A)", lambda v: TypeValue(type_name(v)))
 
@@ -687,7 +786,7 @@ def _sum(zero: Any) -> Impl:
 def _extreme(sign: int) -> Impl:
     def impl(items: Any) -> Any:
         if not items:
-            raise CelEvalError(f"{'max' if sign > 0 else 'min'}(list) called on empty list")
+            raise CelEvalError(f"{'max' if sign > 0 else 'min'} called on empty list")
         best = items[0]
         for x in items[1:]:
             if compare(x, best) * sign > 0:
@@ -777,13 +876,34 @@ def _last(items: Any) -> Optional:
     return Optional(items[-1], True) if items else NONE
 
 
-define("slice", "list(A).slice(int, int) -> list(A)", _slice)
-define("flatten", "list(dyn).flatten() -> list(dyn)", _flatten)
-define("flatten", "list(dyn).flatten(int) -> list(dyn)", _flatten)
-define("distinct", "list(A).distinct() -> list(A)", _distinct)
-define("reverse", "list(A).reverse() -> list(A)", lambda items: list(reversed(items)))
-define("sort", "list(A).sort() -> list(A)", _sort)
-define("lists.range", "lists.range(int) -> list(int)", _range)
+def _output_size_cost(args: list[Any], result: Any) -> int:
+    return 11 + size_of(result)  # cel-go's trackAllocatingListCall: call, list creation, output
+
+
+def _flatten_cost(args: list[Any], result: Any) -> int:
+    depth = args[1] if len(args) == 2 else 1
+    return 11 + int(size_of(args[0]) * (depth if depth >= 0 else 1))
+
+
+def self_compare_cost(items: Any) -> int:
+    """cel-go's trackListSelfCompare: O(n^2) comparisons, a little more for strings."""
+    n = size_of(items)
+    factor = 2.1 if n and type(items[0]) in (str, bytes) else 2.0
+    return 11 + int(n * n * factor)
+
+
+define("slice", "list(A).slice(int, int) -> list(A)", _slice, cost=_output_size_cost)
+define("flatten", "list(dyn).flatten() -> list(dyn)", _flatten, cost=_flatten_cost)
+define("flatten", "list(dyn).flatten(int) -> list(dyn)", _flatten, cost=_flatten_cost)
+define("distinct", "list(A).distinct() -> list(A)", _distinct, cost=lambda args, r: self_compare_cost(args[0]))
+define("reverse", "list(A).reverse() -> list(A)", lambda items: list(reversed(items)), cost=_output_size_cost)
+for _name in ("int", "uint", "double", "bool", "string", "bytes", "google.protobuf.Timestamp",
+              "google.protobuf.Duration"):
+    # one overload per comparable type, as ext.Lists declares them (a dyn receiver then sorts to dyn)
+    define("sort", f"list({_name}).sort() -> list({_name})", _sort, cost=lambda args, r: self_compare_cost(args[0]),
+           operator=True)
+FUNCTIONS["sort"].trait = frozenset([list, tuple])  # a singleton binding with the Lister trait
+define("lists.range", "lists.range(int) -> list(int)", _range, cost=_output_size_cost)
 define("first", "list(A).first() -> optional_type(A)", _first)
 define("last", "list(A).last() -> optional_type(A)", _last)
 
@@ -792,11 +912,11 @@ def _sets_contains(a: Any, b: Any) -> bool:
     return all(any(equals(x, y) for y in a) for x in b)
 
 
-define("sets.contains", "sets.contains(list(A), list(A)) -> bool", _sets_contains)
+define("sets.contains", "sets.contains(list(A), list(A)) -> bool", _sets_contains, cost=_sets_cost(1))
 define("sets.equivalent", "sets.equivalent(list(A), list(A)) -> bool",
-       lambda a, b: _sets_contains(a, b) and _sets_contains(b, a))
+       lambda a, b: _sets_contains(a, b) and _sets_contains(b, a), cost=_sets_cost(2))
 define("sets.intersects", "sets.intersects(list(A), list(A)) -> bool",
-       lambda a, b: any(equals(x, y) for x in a for y in b))
+       lambda a, b: any(equals(x, y) for x in a for y in b), cost=_sets_cost(1))
 
 
 # ---- Kubernetes: quantity, semver ---------------------------------------------------------------------------
@@ -817,151 +937,51 @@ def _quantity_fn(s: str) -> Quantity:
     return Quantity.parse(s)
 
 
-def _is_quantity(s: str) -> bool:
-    try:
-        Quantity.parse(s)
-    except CelEvalError:
-        return False
-    return True
-
-
 def _cmp_q(a: Quantity, b: Quantity) -> int:
-    return (a.value > b.value) - (a.value < b.value)
+    return (a.key > b.key) - (a.key < b.key)
 
 
-_k8s_string_cost = _traverse(0)
-define("quantity", "quantity(string) -> kubernetes.Quantity", _quantity_fn, cost=_k8s_string_cost)
-define("isQuantity", "isQuantity(string) -> bool", _is_quantity, cost=_k8s_string_cost)
-define("sign", "sign(kubernetes.Quantity) -> int", lambda q: (q.value > 0) - (q.value < 0), cost=_one)
+string_parse_cost = traversal_price(0)
+define("quantity", "quantity(string) -> kubernetes.Quantity", _quantity_fn, cost=string_parse_cost)
+define("isQuantity", "isQuantity(string) -> bool", parses(Quantity.parse), cost=string_parse_cost)
+define("sign", "sign(kubernetes.Quantity) -> int", lambda q: (q.value > 0) - (q.value < 0), cost=unit_cost)
 define("isGreaterThan", "kubernetes.Quantity.isGreaterThan(kubernetes.Quantity) -> bool",
-       lambda a, b: _cmp_q(a, b) == 1, cost=_one)
+       lambda a, b: _cmp_q(a, b) == 1, cost=unit_cost)
 define("isLessThan", "kubernetes.Quantity.isLessThan(kubernetes.Quantity) -> bool",
-       lambda a, b: _cmp_q(a, b) == -1, cost=_one)
-define("compareTo", "kubernetes.Quantity.compareTo(kubernetes.Quantity) -> int", _cmp_q, cost=_one)
+       lambda a, b: _cmp_q(a, b) == -1, cost=unit_cost)
+define("compareTo", "kubernetes.Quantity.compareTo(kubernetes.Quantity) -> int", _cmp_q, cost=unit_cost)
 define("asApproximateFloat", "kubernetes.Quantity.asApproximateFloat() -> double", lambda q: float(q.value),
-       cost=_one)
-define("asInteger", "kubernetes.Quantity.asInteger() -> int", _as_integer, cost=_one)
-define("isInteger", "kubernetes.Quantity.isInteger() -> bool", lambda q: q.as_int64() is not None, cost=_one)
+       cost=unit_cost)
+define("asInteger", "kubernetes.Quantity.asInteger() -> int", _as_integer, cost=unit_cost)
+define("isInteger", "kubernetes.Quantity.isInteger() -> bool", lambda q: q.as_int64() is not None, cost=unit_cost)
 define("add", "kubernetes.Quantity.add(kubernetes.Quantity) -> kubernetes.Quantity", lambda a, b: a.plus(b, 1),
-       cost=_one)
+       cost=unit_cost)
 define("add", "kubernetes.Quantity.add(int) -> kubernetes.Quantity", lambda a, b: a.plus(_int_quantity(b), 1),
-       cost=_one)
+       cost=unit_cost)
 define("sub", "kubernetes.Quantity.sub(kubernetes.Quantity) -> kubernetes.Quantity", lambda a, b: a.plus(b, -1),
-       cost=_one)
+       cost=unit_cost)
 define("sub", "kubernetes.Quantity.sub(int) -> kubernetes.Quantity", lambda a, b: a.plus(_int_quantity(b), -1),
-       cost=_one)
+       cost=unit_cost)
 
 
 def _semver_fn(s: str, normalize: bool = False) -> Semver:
     return Semver.parse_normalized(s) if normalize else Semver.parse(s)
 
 
-def _is_semver(s: str, normalize: bool = False) -> bool:
-    try:
-        _semver_fn(s, normalize)
-    except CelEvalError:
-        return False
-    return True
-
-
-define("semver", "semver(string) -> kubernetes.Semver", _semver_fn, cost=_k8s_string_cost)
-define("semver", "semver(string, bool) -> kubernetes.Semver", _semver_fn, cost=_k8s_string_cost)
-define("isSemver", "isSemver(string) -> bool", _is_semver, cost=_k8s_string_cost)
-define("isSemver", "isSemver(string, bool) -> bool", _is_semver, cost=_k8s_string_cost)
+define("semver", "semver(string) -> kubernetes.Semver", _semver_fn, cost=string_parse_cost)
+define("semver", "semver(string, bool) -> kubernetes.Semver", _semver_fn, cost=string_parse_cost)
+define("isSemver", "isSemver(string) -> bool", parses(_semver_fn), cost=string_parse_cost)
+define("isSemver", "isSemver(string, bool) -> bool", parses(_semver_fn), cost=string_parse_cost)
 define("isGreaterThan", "kubernetes.Semver.isGreaterThan(kubernetes.Semver) -> bool",
-       lambda a, b: a.compare(b) == 1, cost=_one)
+       lambda a, b: a.compare(b) == 1, cost=unit_cost)
 define("isLessThan", "kubernetes.Semver.isLessThan(kubernetes.Semver) -> bool",
-       lambda a, b: a.compare(b) == -1, cost=_one)
-define("compareTo", "kubernetes.Semver.compareTo(kubernetes.Semver) -> int", lambda a, b: a.compare(b), cost=_one)
-define("major", "kubernetes.Semver.major() -> int", lambda v: _check_int(v.major), cost=_one)
-define("minor", "kubernetes.Semver.minor() -> int", lambda v: _check_int(v.minor), cost=_one)
-define("patch", "kubernetes.Semver.patch() -> int", lambda v: _check_int(v.patch), cost=_one)
+       lambda a, b: a.compare(b) == -1, cost=unit_cost)
+define("compareTo", "kubernetes.Semver.compareTo(kubernetes.Semver) -> int", lambda a, b: a.compare(b), cost=unit_cost)
+define("major", "kubernetes.Semver.major() -> int", lambda v: _check_int(v.major), cost=unit_cost)
+define("minor", "kubernetes.Semver.minor() -> int", lambda v: _check_int(v.minor), cost=unit_cost)
+define("patch", "kubernetes.Semver.patch() -> int", lambda v: _check_int(v.patch), cost=unit_cost)
 
 
-# ---- Kubernetes: IP and CIDR ----------------------------------------------------------------------------------
-
-
-def _parse_ip(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    if "%" in s:
-        raise CelEvalError(f"IP address with zone value is not allowed: {s}")
-    try:
-        addr = ipaddress.ip_address(s)
-    except ValueError:
-        raise CelEvalError(f'IP Address "{s}" parse error during conversion from string: ParseAddr("{s}"): '
-                           "unable to parse IP") from None
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        raise CelEvalError(f"IPv4-mapped IPv6 address is not allowed: {s}")
-    return addr
-
-
-def _ip_fn(s: str) -> IP:
-    return IP(_parse_ip(s))
-
-
-def _is_ip(s: str) -> bool:
-    try:
-        _parse_ip(s)
-    except CelEvalError:
-        return False
-    return True
-
-
-def _parse_cidr(s: str) -> CIDR:
-    addr_text, sep, bits_text = s.partition("/")
-    if not sep or not bits_text.isdigit():
-        raise CelEvalError(f'network address "{s}" parse error during conversion from string: '
-                           f'netip.ParsePrefix("{s}"): bad bits after slash: "{bits_text}"')
-    addr = _parse_ip(addr_text)
-    bits = int(bits_text)
-    if bits > addr.max_prefixlen:
-        raise CelEvalError(f'network address "{s}" parse error during conversion from string: '
-                           f'netip.ParsePrefix("{s}"): prefix length out of range')
-    return CIDR(addr, bits)
-
-
-def _is_cidr(s: str) -> bool:
-    try:
-        _parse_cidr(s)
-    except CelEvalError:
-        return False
-    return True
-
-
-def _contains_ip(c: CIDR, other: Any) -> bool:
-    addr = _parse_ip(other) if type(other) is str else other.addr
-    return addr.version == c.addr.version and addr in c.network()
-
-
-def _contains_cidr(c: CIDR, other: Any) -> bool:
-    o = _parse_cidr(other) if type(other) is str else other
-    return o.addr.version == c.addr.version and o.bits >= c.bits and o.addr in c.network()
-
-
-define("ip", "ip(string) -> net.IP", _ip_fn, cost=_k8s_string_cost)
-define("isIP", "isIP(string) -> bool", _is_ip, cost=_k8s_string_cost)
-define("ip.isCanonical", "ip.isCanonical(string) -> bool", lambda s: str(_parse_ip(s)) == s,
-       cost=_traverse(0, 0.2))
-define("family", "net.IP.family() -> int", lambda ip: ip.addr.version, cost=_one)
-define("isUnspecified", "net.IP.isUnspecified() -> bool", lambda ip: ip.addr.is_unspecified, cost=_one)
-define("isLoopback", "net.IP.isLoopback() -> bool", lambda ip: ip.addr.is_loopback, cost=_one)
-define("isLinkLocalMulticast", "net.IP.isLinkLocalMulticast() -> bool",
-       lambda ip: ip.addr in ipaddress.ip_network("224.0.0.0/24" if ip.addr.version == 4 else "ff02::/16"),
-       cost=_one)
-define("isLinkLocalUnicast", "net.IP.isLinkLocalUnicast() -> bool", lambda ip: ip.addr.is_link_local, cost=_one)
-define("isGlobalUnicast", "net.IP.isGlobalUnicast() -> bool",
-       lambda ip: not (ip.addr.is_unspecified or ip.addr.is_loopback or ip.addr.is_multicast
-                       or ip.addr.is_link_local or str(ip.addr) == "255.255.255.255"), cost=_one)
-define("cidr", "cidr(string) -> net.CIDR", _parse_cidr, cost=_k8s_string_cost)
-define("isCIDR", "isCIDR(string) -> bool", _is_cidr, cost=_k8s_string_cost)
-define("containsIP", "net.CIDR.containsIP(net.IP) -> bool", _contains_ip)
-define("containsIP", "net.CIDR.containsIP(string) -> bool", _contains_ip)
-define("containsCIDR", "net.CIDR.containsCIDR(net.CIDR) -> bool", _contains_cidr)
-define("containsCIDR", "net.CIDR.containsCIDR(string) -> bool", _contains_cidr)
-define("ip", "net.CIDR.ip() -> net.IP", lambda c: IP(c.addr), cost=_one)
-define("masked", "net.CIDR.masked() -> net.CIDR", lambda c: CIDR(c.network().network_address, c.bits), cost=_one)
-define("prefixLength", "net.CIDR.prefixLength() -> int", lambda c: c.bits, cost=_one)
-
-# The type names usable as conversion values (`type(x) == int`).
 TYPE_IDENTS: dict[str, TypeValue] = {
     name: TypeValue(name)
     for name in ("int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type")
@@ -971,147 +991,3 @@ for _name in ("net.IP", "net.CIDR", "kubernetes.Quantity", "kubernetes.Semver", 
     TYPE_IDENTS[_name] = TypeValue(_name)
 
 
-# ---- Kubernetes: URLs ---------------------------------------------------------------------------------------
-
-
-def _parse_url(s: str) -> URL:
-    """url.ParseRequestURI then url.Parse: absolute URLs (or absolute paths) only, no spaces or controls."""
-    if not s or any(c in s for c in " \t\n\r\x00\x7f") or not (s.startswith("/") or _URL_SCHEME.match(s)):
-        raise CelEvalError(f'URL parse error during conversion from string: parse "{s}": invalid URI for request')
-    return URL(urlsplit(s))
-
-
-_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-
-
-def _is_url(s: str) -> bool:
-    try:
-        _parse_url(s)
-    except CelEvalError:
-        return False
-    return True
-
-
-def _hostname(u: URL) -> str:
-    host = u.parts.netloc.rpartition("@")[2]
-    if host.startswith("["):
-        return str(host[1 : host.find("]")] if "]" in host else host[1:])
-    return str(host.rpartition(":")[0] if ":" in host else host)
-
-
-def _port(u: URL) -> str:
-    host = u.parts.netloc.rpartition("@")[2]
-    if host.startswith("["):
-        rest = host[host.find("]") + 1 :] if "]" in host else ""
-        return rest[1:] if rest.startswith(":") else ""
-    return host.rpartition(":")[2] if ":" in host else ""
-
-
-def _query(u: URL) -> dict[str, list[str]]:
-    return {k: list(v) for k, v in parse_qs(u.parts.query, keep_blank_values=True).items()}
-
-
-define("url", "url(string) -> kubernetes.URL", _parse_url, cost=_k8s_string_cost)
-define("isURL", "isURL(string) -> bool", _is_url, cost=_k8s_string_cost)
-define("getScheme", "kubernetes.URL.getScheme() -> string", lambda u: u.parts.scheme, cost=_one)
-define("getHost", "kubernetes.URL.getHost() -> string", lambda u: u.parts.netloc.rpartition("@")[2], cost=_one)
-define("getHostname", "kubernetes.URL.getHostname() -> string", _hostname, cost=_one)
-define("getPort", "kubernetes.URL.getPort() -> string", _port, cost=_one)
-define("getEscapedPath", "kubernetes.URL.getEscapedPath() -> string", lambda u: u.parts.path, cost=_one)
-define("getQuery", "kubernetes.URL.getQuery() -> map(string, list(string))", _query, cost=_one)
-
-
-# ---- strings: format ----------------------------------------------------------------------------------------
-
-_FORMAT_VERB = re.compile(r"%(?:\.(\d+))?([sdfeExXobS%])")
-
-
-def _format_error(what: str, v: Any) -> CelEvalError:
-    return CelEvalError(f"error during formatting: {what}, was given {type_name(v)}")
-
-
-def _format_value(verb: str, precision: str | None, v: Any) -> str:
-    tv = type(v)
-    if verb == "s":
-        return _format_string(v)
-    if verb == "d":
-        if tv in (int, Uint):
-            return str(int(v))
-        raise _format_error("decimal clause can only be used on integers", v)
-    if verb in "fe":
-        if tv not in (int, Uint, float):
-            clause = "fixed-point" if verb == "f" else "scientific"
-            raise _format_error(f"{clause} clause can only be used on doubles", v)
-        p = int(precision) if precision is not None else 6
-        f = float(v)
-        if math.isnan(f):
-            return "NaN"
-        if math.isinf(f):
-            return "Infinity" if f > 0 else "-Infinity"
-        return f"{f:.{p}f}" if verb == "f" else f"{f:.{p}e}"
-    if verb in "xX":
-        if tv in (int, Uint):
-            text = format(int(v), "x")
-        elif tv is str:
-            text = v.encode().hex()
-        elif tv is bytes:
-            text = v.hex()
-        else:
-            raise _format_error("only integers, byte buffers, and strings can be formatted as hex", v)
-        return text.upper() if verb == "X" else text
-    if verb == "o":
-        if tv in (int, Uint):
-            return format(int(v), "o")
-        raise _format_error("octal clause can only be used on integers", v)
-    if verb == "b":
-        if tv in (int, Uint):
-            return format(int(v), "b")
-        if tv is bool:
-            return "1" if v else "0"
-        raise _format_error("only integers and bools can be formatted as binary", v)
-    raise CelEvalError(f'error during formatting: unrecognized formatting clause "{verb}"')
-
-
-def _format_string(v: Any) -> str:
-    tv = type(v)
-    if tv is str:
-        return str(v)
-    if tv is bool:
-        return "true" if v else "false"
-    if tv in (int, Uint):
-        return str(int(v))
-    if tv is float:
-        return format_double(v)
-    if v is None:
-        return "null"
-    if tv is bytes:
-        return str(v.decode("utf-8", errors="replace"))
-    if tv in (list, tuple):
-        return "[" + ", ".join(_format_string(x) for x in v) + "]"
-    if tv in (dict, DefaultMap):
-        items = sorted((_format_string(k), _format_string(x)) for k, x in v.items())
-        return "{" + ", ".join(f"{k}: {x}" for k, x in items) + "}"
-    if tv is TypeValue:
-        return str(v.name)
-    return str(v)
-
-
-def _format(template: str, args: Any) -> str:
-    out: list[str] = []
-    pos = 0
-    index = 0
-    for m in _FORMAT_VERB.finditer(template):
-        out.append(template[pos : m.start()])
-        pos = m.end()
-        if m.group(2) == "%":
-            out.append("%")
-            continue
-        if index >= len(args):
-            raise CelEvalError(f"error during formatting: index {index} out of range")
-        out.append(_format_value(m.group(2), m.group(1), args[index]))
-        index += 1
-    out.append(template[pos:])
-    return "".join(out)
-
-
-define("format", "string.format(list(dyn)) -> string", _format, cost=_traverse(0))

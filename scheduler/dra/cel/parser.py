@@ -36,12 +36,17 @@ _TOKEN = re.compile(
 
 
 class ParseError(Exception):
-    """One syntax error at an offset."""
+    """A syntax error at an offset; `more` holds the macro errors found before it (cel-go reports them all)."""
 
-    def __init__(self, pos: int, message: str) -> None:
+    def __init__(self, pos: int, message: str, more: list[ParseError] | None = None) -> None:
         super().__init__(message)
         self.pos = pos
         self.message = message
+        self.more = more or []
+
+    def all(self) -> list[ParseError]:
+        """This error and the others, by position."""
+        return sorted([*self.more, self], key=lambda e: e.pos)
 
 
 @dataclass
@@ -188,6 +193,8 @@ class Parser:
         self.tokens = tokenize(text)
         self.i = 0
         self.depth = 0
+        # macro misuse (has(x), a comprehension variable that is not a name) is reported, parsing goes on
+        self.macro_errors: list[ParseError] = []
 
     def peek(self, offset: int = 0) -> Token:
         return self.tokens[min(self.i + offset, len(self.tokens) - 1)]
@@ -208,10 +215,17 @@ class Parser:
         return self.take()
 
     def parse(self) -> ast.Node:
-        node = self.expr()
-        tok = self.peek()
-        if tok.kind != "eof":
-            raise ParseError(tok.pos, f"Syntax error: extraneous input '{tok.text}' expecting <EOF>")
+        try:
+            node = self.expr()
+            tok = self.peek()
+            if tok.kind != "eof":
+                raise ParseError(tok.pos, f"Syntax error: extraneous input '{tok.text}' expecting <EOF>")
+        except ParseError as e:
+            e.more = self.macro_errors + e.more
+            raise
+        if self.macro_errors:
+            first, *rest = self.macro_errors
+            raise ParseError(first.pos, first.message, rest)
         return node
 
     def expr(self) -> ast.Node:
@@ -451,7 +465,8 @@ class Parser:
             if name == "has" and len(args) == 1:
                 arg = args[0]
                 if not isinstance(arg, ast.Select) or arg.optional:
-                    raise ParseError(pos, "invalid argument to has() macro")
+                    self.macro_errors.append(ParseError(arg.pos, "invalid argument to has() macro"))
+                    return ast.Literal(pos, False)
                 return ast.Select(arg.pos, arg.operand, arg.field, test_only=True)
             return ast.Call(pos, name, args)
         if name == "bind" and len(args) == 3 and isinstance(target, ast.Ident) and target.name == "cel":

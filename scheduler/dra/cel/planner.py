@@ -10,13 +10,14 @@ expression's worst case could reach the limit (see cost.py), so selectors the AP
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
 from typing import Any
 
 from scheduler.dra.cel import ast
 from scheduler.dra.cel import types as t
 from scheduler.dra.cel.checker import Checked
-from scheduler.dra.cel.functions import FUNCTIONS, TYPE_IDENTS, Overload, size_of
+from scheduler.dra.cel.library import FUNCTIONS, TYPE_IDENTS, Overload, self_compare_cost, size_of
 from scheduler.dra.cel.values import (
     EMPTY,
     GO_TYPE_NAMES,
@@ -24,7 +25,9 @@ from scheduler.dra.cel.values import (
     CelEvalError,
     CostLimitExceeded,
     DefaultMap,
+    Fatal,
     Optional,
+    Semver,
     Uint,
     compare,
     equals,
@@ -59,7 +62,9 @@ def select_value(operand: Any, name: str) -> Any:
     getter = getattr(operand, "cel_field", None)
     if getter is not None:
         return getter(name)
-    raise CelEvalError(f"no such key: {name}" if to is Optional else no_such_overload().message)
+    if to is list or to is tuple:
+        raise CelEvalError("unsupported index type 'string' in list")
+    raise CelEvalError(f"no such key: {name}")
 
 
 def index_value(operand: Any, key: Any) -> Any:
@@ -72,7 +77,7 @@ def index_value(operand: Any, key: Any) -> Any:
         elif tk is float:
             raise CelEvalError(f"unsupported index value {key} in list")
         else:
-            raise no_such_overload()
+            raise CelEvalError(f"unsupported index type '{type_name(key)}' in list")
         if i < 0 or i >= len(operand):
             raise CelEvalError(f"index out of bounds: {i}")
         return operand[i]
@@ -85,7 +90,7 @@ def index_value(operand: Any, key: Any) -> Any:
         if not found:
             raise CelEvalError(f"no such key: {_key_text(key)}")
         return value
-    raise no_such_overload()
+    raise CelEvalError(f"no such key: {_key_text(key)}")
 
 
 def iterate(value: Any) -> list[Any] | tuple[Any, ...]:
@@ -109,6 +114,9 @@ class PlanError(Exception):
 # cel-go's optimizer evaluates these on constant arguments when the program is planned (overloads.go).
 CONVERSIONS = frozenset(["bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"])
 _NOT_CONSTANT = object()
+# Functions whose value depends on their (constant) arguments only and never changes, so an unmetered plan
+# may compute them once: cel-go evaluates them per device, which only its cost counting can observe.
+PURE_CONSTRUCTORS = frozenset(["quantity", "semver", "ip", "cidr", "url", "isQuantity", "isSemver", "isIP", "isCIDR"])
 
 
 class Planner:
@@ -122,6 +130,7 @@ class Planner:
         self.slots = FIRST_SLOT
         # values of the nodes cel-go's optimizer folds: literals, constant list/map literals, conversions of them
         self.constants: dict[int, Any] = {}
+        self.bind_slots: set[int] = set()
 
     def plan(self, node: ast.Node) -> Fn:
         return self.visit(node)
@@ -169,20 +178,31 @@ class Planner:
             if node.name == ".device":
                 return self.add_cost(lambda f: f[0], 1)
             value = TYPE_IDENTS[node.name[1:]]
-            return self.add_cost(lambda f: value, 1)
+            self.constants[id(node)] = value
+            return lambda f: value
         slot = next((scope[node.name] for scope in reversed(self.scopes) if node.name in scope), None)
         if slot is not None:
+            if slot in self.bind_slots:
+                def bound(f: Frame) -> Any:
+                    value = f[slot]
+                    if type(value) is _Lazy:
+                        value = f[slot] = value.init(f)
+                    return value
+
+                return self.add_cost(bound, 1)
             return self.add_cost(lambda f: f[slot], 1)
         if node.name == "device":
             return self.add_cost(lambda f: f[0], 1)
-        value = TYPE_IDENTS[node.name]
-        return self.add_cost(lambda f: value, 1)
+        value = TYPE_IDENTS[node.name]  # a type name: a constant, as cel-go's checker resolves it
+        self.constants[id(node)] = value
+        return lambda f: value
 
     def select(self, node: ast.Select) -> Fn:
         qualified = self.checked.qualified.get(id(node))
         if qualified is not None:
             type_value = TYPE_IDENTS[qualified]
-            return self.add_cost(lambda f: type_value, 1)
+            self.constants[id(node)] = type_value
+            return lambda f: type_value
         operand = self.visit(node.operand)
         name = node.field
         if node.test_only:
@@ -195,7 +215,9 @@ class Planner:
                     return name in o
                 if getattr(o, "cel_field", None) is not None:
                     return True
-                raise CelEvalError(f"invalid type for field selection: {type_name(o)}")
+                if to is list or to is tuple:
+                    raise CelEvalError("unsupported index type 'string' in list")
+                return False
 
             return has
         if node.optional:
@@ -209,9 +231,11 @@ class Planner:
                     return Optional(o[name], True) if name in o else NONE
                 if type(o) is DefaultMap:
                     return Optional(o[name], True)
-                return Optional(select_value(o, name), True)
+                if type(o) in (list, tuple) or getattr(o, "cel_field", None) is not None:
+                    return Optional(select_value(o, name), True)
+                return NONE  # a scalar has no fields: cel-go answers none, not an error
 
-            return self.add_cost(opt_select, 1)
+            return opt_select  # an optional qualifier is not observed by cel-go's cost tracker
         if isinstance(node.operand, ast.Ident) and node.operand.name == "device" and not self.shadowed("device"):
             attr = {"driver": "driver", "allowMultipleAllocations": "allow_multiple_allocations",
                     "attributes": "attributes", "capacity": "capacity"}[name]
@@ -225,6 +249,21 @@ class Planner:
                 fn = lambda f: f[0].allow_multiple_allocations  # noqa: E731
             return self.add_cost(fn, 2)
         return self.add_cost(lambda f: select_value(operand(f), name), 1)
+
+    def device_domain(self, node: ast.Call) -> Fn | None:
+        """`device.attributes["domain"]` (or capacity) with a constant domain: one closure, the hot path of
+        nearly every selector. Unmetered only (metering counts the three steps)."""
+        operand, key = node.args
+        if self.tracked or not isinstance(key, ast.Literal) or type(key.value) is not str:
+            return None
+        if not (isinstance(operand, ast.Select) and not operand.test_only and not operand.optional
+                and operand.field in ("attributes", "capacity") and isinstance(operand.operand, ast.Ident)
+                and operand.operand.name == "device" and not self.shadowed("device")):
+            return None
+        domain = key.value
+        if operand.field == "attributes":
+            return lambda f: f[0].attributes[domain]
+        return lambda f: f[0].capacity[domain]
 
     def shadowed(self, name: str) -> bool:
         return any(name in scope for scope in self.scopes)
@@ -248,8 +287,11 @@ class Planner:
 
             return self.add_cost(not_, 1)
         if name == "_[_]":
+            fused = self.device_domain(node)
+            if fused is not None:
+                return fused
             operand, key = self.visit(node.args[0]), self.visit(node.args[1])
-            return self.add_cost(lambda f: index_value(operand(f), key(f)), 1)
+            return self.add_cost(lambda f: index_value(*_both(operand, key, f)), 1)
         if name == "_[?_]":
             return self.add_cost(self.optional_index(node), 1)
         qualified = self.checked.qualified.get(id(node))
@@ -265,15 +307,33 @@ class Planner:
                     raise PlanError(e.message) from None
                 self.constants[id(node)] = result
                 return lambda f: result
+        if name == "@in":
+            members = self.constant(node.args[1])
+            if type(members) is list and all(type(m) in _SET_MEMBER_TYPES for m in members):
+                return _set_membership(args[0], members)
         if node.target is not None and qualified is None:
-            args.insert(0, self.visit(node.target))
+            target = self.visit(node.target)
+            if name in LISTER_COST_TRACKED:
+                target = _lister_or_panic(target)
+            args.insert(0, target)
         fname = qualified or name
         function = FUNCTIONS[fname]
         overloads = self.checked.overloads.get(id(node)) or [
             o for o in function.overloads if o.member == (node.target is not None and qualified is None)
             and len(o.params) == len(args)
         ]
-        return self.dispatch(fname, function.operator, overloads, args, node)
+        planned = self.dispatch(fname, function.operator, overloads, args, node)
+        if not self.tracked and fname in PURE_CONSTRUCTORS and all(
+            self.constant(a) is not _NOT_CONSTANT for a in node.args
+        ):
+            # quantity("40Gi"), semver("1.2.0"), ...: the same value for every device, computed once
+            # (a failing one keeps failing at run time, with its error, as upstream evaluates it there)
+            try:
+                value = planned([None, 0])
+            except CelEvalError:
+                return planned
+            return lambda f: value
+        return planned
 
     def dispatch(self, name: str, operator: bool, overloads: list[Overload], args: list[Fn], node: ast.Call) -> Fn:
         """A call's closure: the one overload the checker left (type-guarded unless the static types settle it,
@@ -282,14 +342,20 @@ class Planner:
                                                        id(node) not in self.checked.qualified else []) + node.args]
         mismatch = FUNCTIONS[name].mismatch
         tracked, limit = self.tracked, self.limit
+        if len(overloads) != 1 and name in ORDERING and not tracked:
+            return _ordering(name, args[0], args[1], overloads, mismatch)
         if len(overloads) != 1:
+            # dispatched at run time, cel-go prices the call by function name only (Kubernetes' estimator,
+            # equality), else 1: the overload-specific prices need the overload the checker did not pick
+            named_cost = name in NAME_PRICED
+
             def multi(f: Frame) -> Any:
-                values = tuple(a(f) for a in args)
+                values = _all(args, f)
                 for ov in overloads:
                     if ov.accepts(values):
                         result = ov.impl(*values)
                         if tracked:
-                            f[COST] += 1 if ov.cost is None else ov.cost(list(values), result)
+                            f[COST] += ov.cost(list(values), result) if named_cost and ov.cost else 1
                             if f[COST] > limit:
                                 raise CostLimitExceeded(COST_LIMIT_MESSAGE)
                         return result
@@ -322,7 +388,7 @@ class Planner:
             g0, g1 = guards
 
             def binary(f: Frame) -> Any:
-                v0, v1 = a0(f), a1(f)
+                v0, v1 = _both(a0, a1, f)
                 if (g0 is not None and type(v0) not in g0) or (g1 is not None and type(v1) not in g1):
                     raise mismatch((v0, v1))
                 result = impl(v0, v1)
@@ -333,11 +399,14 @@ class Planner:
                 return result
 
             if g0 is None and g1 is None and not tracked:
-                return lambda f: impl(a0(f), a1(f))
+                def plain(f: Frame) -> Any:
+                    return impl(*_both(a0, a1, f))
+
+                return plain
             return binary
 
         def nary(f: Frame) -> Any:
-            values = tuple(a(f) for a in args)
+            values = _all(args, f)
             for g, v in zip(guards, values, strict=True):
                 if g is not None and type(v) not in g:
                     raise mismatch(values)
@@ -355,35 +424,39 @@ class Planner:
         stop = is_or  # the value that decides: true for ||, false for &&
 
         def guarded(f: Frame) -> bool:
+            # cel-go's evalAnd/evalOr: a deciding term wins; otherwise the first term that is an error, or
+            # not a bool ("no such overload"), is the answer
             error: CelEvalError | None = None
             try:
                 lv = left(f)
-            except CostLimitExceeded:
+            except Fatal:
                 raise
             except CelEvalError as e:
                 error, lv = e, None
-            if lv is stop:
-                return bool(stop)
+            else:
+                if lv is stop:
+                    return bool(stop)
+                if type(lv) is not bool:
+                    error = no_such_overload()
             try:
                 rv = right(f)
-            except CostLimitExceeded:
+            except Fatal:
                 raise
-            except CelEvalError:
-                if error is not None:
-                    raise error from None
-                raise
+            except CelEvalError as e:
+                raise (error or e) from None
             if rv is stop:
                 return bool(stop)
             if error is not None:
                 raise error
-            if type(lv) is not bool or type(rv) is not bool:
+            if type(rv) is not bool:
                 raise no_such_overload()
             return not stop
 
         return guarded
 
     def conditional(self, node: ast.Call) -> Fn:
-        cond, then, other = (self.visit(a) for a in node.args)
+        cond = self.visit(node.args[0])
+        then, other = (self.unobserved(a) if _is_attribute(a) else self.visit(a) for a in node.args[1:])
 
         def ternary(f: Frame) -> Any:
             c = cond(f)
@@ -394,6 +467,15 @@ class Planner:
             raise no_such_overload()
 
         return ternary
+
+    def unobserved(self, node: ast.Node) -> Fn:
+        """Plan a node without cost bookkeeping (what cel-go does not observe)."""
+        tracked = self.tracked
+        self.tracked = False
+        try:
+            return self.visit(node)
+        finally:
+            self.tracked = tracked
 
     def optional_index(self, node: ast.Call) -> Fn:
         operand, key = self.visit(node.args[0]), self.visit(node.args[1])
@@ -408,9 +490,7 @@ class Planner:
             try:
                 return Optional(index_value(o, k), True)
             except CelEvalError:
-                if type(o) in (dict, DefaultMap, list, tuple):
-                    return NONE
-                raise
+                return NONE
 
         return opt_index
 
@@ -441,6 +521,9 @@ class Planner:
 
     def create_map(self, node: ast.CreateMap) -> Fn:
         entries = [(self.visit(k), self.visit(v), opt) for k, v, opt in node.entries]
+        constant = not any(opt for _, _, opt in node.entries) and all(
+            self.constant(k) is not _NOT_CONSTANT and self.constant(v) is not _NOT_CONSTANT
+            for k, v, _ in node.entries)
 
         def build(f: Frame) -> dict[Any, Any]:
             out: dict[Any, Any] = {}
@@ -460,12 +543,22 @@ class Planner:
                 out[key] = value
             return out
 
+        if constant:
+            # cel-go's optimizer builds a constant map literal once (so it costs nothing at run time)
+            try:
+                value = build([None, 0])
+            except CelEvalError as e:
+                raise PlanError(e.message) from None
+            self.constants[id(node)] = value
+            return lambda f: value
         return self.add_cost(build, 30)
 
     def comprehension(self, node: ast.Comprehension) -> Fn:
         rng = self.visit(node.range)
         slot = self.slots
         self.slots += 1
+        if node.kind == "bind":
+            self.bind_slots.add(slot)
         slot2 = None
         scope = {node.var: slot}
         if node.var2 is not None:
@@ -476,6 +569,138 @@ class Planner:
         body = [self.visit(b) for b in node.body]
         self.scopes.pop()
         return _COMPREHENSIONS[node.kind](self, rng, slot, slot2, body)
+
+
+ORDERING: dict[str, Callable[[Any, Any], bool]] = {
+    "_<_": operator.lt, "_<=_": operator.le, "_>_": operator.gt, "_>=_": operator.ge,
+}
+_FAST_ORDERED = frozenset([int, str, float])
+
+
+def _ordering(name: str, left: Fn, right: Fn, overloads: list[Overload],
+              mismatch: Callable[[tuple[Any, ...]], CelEvalError]) -> Fn:
+    """`<` and friends through dyn: same-typed ints, strings and doubles compare directly (what every
+    overload would do), anything else goes through the overloads' guards."""
+    op = ORDERING[name]
+
+    def ordered(f: Frame) -> Any:
+        a, b = _both(left, right, f)
+        ta = type(a)
+        if ta is type(b) and ta in _FAST_ORDERED:
+            return op(a, b) if ta is not float or (a == a and b == b) else False
+        values = (a, b)
+        for ov in overloads:
+            if ov.accepts(values):
+                return ov.impl(a, b)
+        raise mismatch(values)
+
+    return ordered
+
+
+# Functions Kubernetes' CostEstimator (or cel-go's equality) prices by name, whatever the overload.
+NAME_PRICED = frozenset(
+    [
+        "_==_", "_!=_", "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes", "url", "lowerAscii",
+        "upperAscii", "substring", "trim", "replace", "split", "join", "find", "findAll", "cidr", "isIP", "isCIDR",
+        "ip", "ip.isCanonical", "containsIP", "containsCIDR", "quantity", "isQuantity", "semver", "isSemver",
+        "validate", "format.named", "sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan",
+        "isLessThan", "compareTo", "add", "sub", "major", "minor", "patch", "getScheme", "getHostname", "getHost",
+        "getPort", "getEscapedPath", "getQuery", "masked", "prefixLength", "family", "isUnspecified", "isLoopback",
+        "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast",
+    ]
+)
+# ext.Lists' cost trackers of these functions cast their receiver to traits.Lister, even when it is an error
+# or not a list (cel-go's cost tracking is always on in Kubernetes), and the panic becomes the answer.
+LISTER_COST_TRACKED = frozenset(["distinct"])  # sort has one overload per type: a dyn receiver is dispatched
+_GO_LISTER_MISSING = {str: ("types.String", "Contains"), int: ("types.Int", "Contains"),
+                      Uint: ("types.Uint", "Contains"), float: ("types.Double", "Contains"),
+                      bytes: ("types.Bytes", "Contains"), bool: ("types.Bool", "Add")}
+
+
+def _lister_or_panic(target: Fn) -> Fn:
+    def receiver(f: Frame) -> Any:
+        try:
+            value = target(f)
+        except Fatal:
+            raise
+        except CelEvalError:
+            raise Fatal("internal error: interface conversion: *types.Err is not traits.Lister: "
+                        "missing method Add") from None
+        if type(value) not in (list, tuple):
+            go_name, missing = _GO_LISTER_MISSING.get(type(value), (GO_TYPE_NAMES.get(type(value), "ref.Val"), "Add"))
+            raise Fatal(f"internal error: interface conversion: {go_name} is not traits.Lister: "
+                        f"missing method {missing}")
+        return value
+
+    return receiver
+
+
+_SET_MEMBER_TYPES = frozenset([bool, int, Uint, float, str])
+# Go values that cannot be map keys: cel-go's set lookup panics on them, and reports the panic
+_UNHASHABLE = {Semver: "cel.Semver", bytes: "types.Bytes"}
+
+
+def _set_membership(element: Fn, members: list[Any]) -> Fn:
+    """`x in [constants]`: cel-go's optimizer turns it into a Go map lookup (free of cost, and failing on
+    values Go cannot hash)."""
+    if not members:
+        return lambda f: False
+
+    def member(f: Frame) -> bool:
+        v = element(f)
+        go_name = _UNHASHABLE.get(type(v))
+        if go_name is None and type(v).__name__ == "NamedFormat":
+            go_name = "cel.Format"
+        if go_name is not None:
+            raise Fatal(f"internal error: runtime error: hash of unhashable type {go_name}")
+        return any(equals(v, m) for m in members)
+
+    return member
+
+
+def _both(a: Fn, b: Fn, f: Frame) -> tuple[Any, Any]:
+    """Evaluate two arguments as cel-go does: both, then the first error (unless the second is fatal)."""
+    try:
+        va = a(f)
+    except Fatal:
+        raise
+    except CelEvalError:
+        try:
+            b(f)
+        except Fatal:
+            raise
+        except CelEvalError:
+            pass
+        raise
+    return va, b(f)
+
+
+def _all(args: list[Fn], f: Frame) -> tuple[Any, ...]:
+    """Every argument, in order; the first error once all ran (a later fatal error wins)."""
+    values: list[Any] = []
+    first: CelEvalError | None = None
+    for a in args:
+        try:
+            values.append(a(f))
+        except Fatal:
+            raise
+        except CelEvalError as e:
+            first = first or e
+            values.append(None)
+    if first is not None:
+        raise first
+    return tuple(values)
+
+
+def _is_attribute(node: ast.Node) -> bool:
+    """An ident/select/index chain with constant keys: what cel-go plans as an attribute."""
+    if isinstance(node, ast.Ident):
+        return True
+    if isinstance(node, ast.Select):
+        return not node.test_only and _is_attribute(node.operand)
+    if isinstance(node, ast.Call) and node.function in ("_[_]", "_[?_]"):
+        return isinstance(node.args[1], ast.Literal) and _is_attribute(node.args[0])
+    return False
 
 
 def _loose(typ: t.Type) -> bool:
@@ -489,53 +714,75 @@ def _pairs(value: Any, two: bool) -> list[tuple[Any, Any]]:
         return list(enumerate(value)) if two else [(x, None) for x in value]
     if tv is dict or tv is DefaultMap:
         return list(value.items())
-    raise CelEvalError(f"got '{GO_TYPE_NAMES.get(tv, tv.__name__)}', expected iterable type")
+    go_name = GO_TYPE_NAMES.get(tv, tv.__name__)
+    if two:
+        raise CelEvalError(f"unsupported comprehension range type: {go_name}")
+    raise CelEvalError(f"got '{go_name}', expected iterable type")
 
 
 def _bind(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn]) -> Fn:
     inner = body[0]
 
     def bind(f: Frame) -> Any:
-        f[slot] = rng(f)
+        # cel-go initializes the accumulator on its first use: an unused binding is never evaluated
+        f[slot] = _Lazy(rng)
         return inner(f)
 
     return bind
 
 
+class _Lazy:
+    """A cel.bind value not computed yet (see Planner.ident)."""
+
+    __slots__ = ("init",)
+
+    def __init__(self, init: Fn) -> None:
+        self.init = init
+
+
+def _charge(f: Frame, amount: int, limit: int) -> None:
+    f[COST] += amount
+    if f[COST] > limit:
+        raise CostLimitExceeded(COST_LIMIT_MESSAGE)
+
+
 def _quantifier(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn]:
     decides = kind.startswith("exists")  # exists stops at the first true, all at the first false
+    # cel-go's expansion: condition @not_strictly_false(accu) (exists: of !accu) before every element, step
+    # `accu && pred` (exists: ||), result accu; the accumulator's first error stays unless a later
+    # predicate decides.
+    condition_cost = 3 if decides else 2
 
     def build(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn]) -> Fn:
         pred = body[0]
         tracked, limit = self.tracked, self.limit
-        # cel-go's loop: condition @not_strictly_false(accu) (2, or 3 with the ! of exists), step accu op pred (1)
-        step_cost = 4 if decides else 3
 
         def quantify(f: Frame) -> bool:
             error: CelEvalError | None = None
-            for k, v in _pairs(rng(f), slot2 is not None):
-                if tracked:
-                    f[COST] += step_cost
-                    if f[COST] > limit:
-                        raise CostLimitExceeded(COST_LIMIT_MESSAGE)
+            pairs = _pairs(rng(f), slot2 is not None)
+            last = len(pairs) - 1
+            for i, (k, v) in enumerate(pairs):
                 f[slot] = k
                 if slot2 is not None:
                     f[slot2] = v
+                if tracked:
+                    _charge(f, condition_cost + 1, limit)
                 try:
                     r = pred(f)
-                except CostLimitExceeded:
+                except Fatal:
                     raise
                 except CelEvalError as e:
                     error = error or e
                     continue
                 if r is decides:
                     if tracked:
-                        f[COST] += 1
+                        # one more condition if elements remain, then the result
+                        _charge(f, (condition_cost if i < last else 0) + 1, limit)
                     return bool(decides)
                 if type(r) is not bool:
                     error = error or no_such_overload()
             if tracked:
-                f[COST] += 1
+                _charge(f, 1, limit)
             if error is not None:
                 raise error
             return not decides
@@ -550,27 +797,44 @@ def _exists_one(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list
     tracked, limit = self.tracked, self.limit
 
     def exists_one(f: Frame) -> bool:
+        # step `pred ? accu + 1 : accu`: an erring predicate becomes the accumulator, so the last error wins
         count = 0
+        error: CelEvalError | None = None
         for k, v in _pairs(rng(f), slot2 is not None):
             f[slot] = k
             if slot2 is not None:
                 f[slot2] = v
-            r = pred(f)
+            try:
+                r = pred(f)
+            except Fatal:
+                raise
+            except CelEvalError as e:
+                error = e
+                continue
             if type(r) is not bool:
-                raise no_such_overload()
-            if tracked:
-                f[COST] += 2 if r else 1
-                if f[COST] > limit:
-                    raise CostLimitExceeded(COST_LIMIT_MESSAGE)
-            count += r
+                error = no_such_overload()
+                continue
+            if r:
+                count += 1
+                if tracked:
+                    _charge(f, 2, limit)
         if tracked:
-            f[COST] += 2
+            _charge(f, 2, limit)
+        if error is not None:
+            raise error
         return count == 1
 
     return exists_one
 
 
+# per kept element, what cel-go's step costs beyond the transform: `accu + [e]` (ident, list, +) for lists,
+# `cel.@mapInsert(accu, k, e)` (ident, ident, call) for transformMap, `cel.@mapInsert(accu, e)` for entries
+_STEP_COST = {"map": 12, "filter": 13, "transformList": 12, "transformMap": 3, "transformMapEntry": 2}
+
+
 def _collect(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn]:
+    step_cost = _STEP_COST[kind]
+
     def build(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn]) -> Fn:
         pred = body[0] if len(body) == 2 or kind == "filter" else None
         transform = body[-1]
@@ -579,33 +843,44 @@ def _collect(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn
         def collect(f: Frame) -> Any:
             out_list: list[Any] = []
             out_map: dict[Any, Any] = {}
+            error: CelEvalError | None = None  # the accumulator once an error replaced it
             for k, v in _pairs(rng(f), slot2 is not None):
                 f[slot] = k
                 if slot2 is not None:
                     f[slot2] = v
                 if pred is not None:
-                    keep = pred(f)
+                    try:
+                        keep = pred(f)
+                    except Fatal:
+                        raise
+                    except CelEvalError as e:
+                        error = e  # `pred ? ... : accu` with an erring predicate
+                        continue
                     if type(keep) is not bool:
-                        raise no_such_overload()
-                    if tracked:
-                        f[COST] += 1
+                        error = no_such_overload()
+                        continue
                     if not keep:
                         continue
+                if error is not None:
+                    continue  # `accu + [...]` keeps the accumulator's error
+                if tracked:
+                    _charge(f, step_cost, limit)
                 if kind == "filter":
                     out_list.append(k if slot2 is None else v)
-                    if tracked:
-                        f[COST] += 12
                     continue
-                value = transform(f)
-                if tracked:
-                    f[COST] += 12
-                    if f[COST] > limit:
-                        raise CostLimitExceeded(COST_LIMIT_MESSAGE)
+                try:
+                    value = transform(f)
+                except Fatal:
+                    raise
+                except CelEvalError as e:
+                    error = e
+                    continue
                 if kind == "transformMap":
                     out_map[k] = value
                 elif kind == "transformMapEntry":
                     if type(value) is not dict:
-                        raise no_such_overload()
+                        error = no_such_overload()
+                        continue
                     for ek, ev in value.items():
                         if lookup(out_map, ek)[0]:
                             raise CelEvalError(f"insert failed: key {_key_text(ek)} already exists")
@@ -613,7 +888,9 @@ def _collect(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn
                 else:
                     out_list.append(value)
             if tracked:
-                f[COST] += 1
+                _charge(f, 1, limit)
+            if error is not None:
+                raise error
             return out_map if kind.startswith("transformMap") else out_list
 
         return collect
@@ -623,6 +900,7 @@ def _collect(kind: str) -> Callable[[Planner, Fn, int, int | None, list[Fn]], Fn
 
 def _sort_by(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn]) -> Fn:
     key_fn = body[0]
+    tracked, limit = self.tracked, self.limit
 
     def sort_by(f: Frame) -> list[Any]:
         items = rng(f)
@@ -632,6 +910,10 @@ def _sort_by(self: Planner, rng: Fn, slot: int, slot2: int | None, body: list[Fn
         for x in items:
             f[slot] = x
             keyed.append((key_fn(f), x))
+            if tracked:
+                _charge(f, 12, limit)  # the keys are a map() comprehension upstream
+        if tracked:
+            _charge(f, 1 + self_compare_cost([k for k, _ in keyed]), limit)
         keyed.sort(key=functools.cmp_to_key(_compare_keys))
         return [x for _, x in keyed]
 

@@ -47,7 +47,7 @@ def parse_type(text: str) -> Type:
 INT, UINT, DOUBLE, BOOL, STRING, BYTES = Type("int"), Type("uint"), Type("double"), Type("bool"), Type("string"), Type(
     "bytes"
 )
-NULL, DYN, ERROR = Type("null_type"), Type("dyn"), Type("*error*")
+NULL, DYN, ERROR = Type("null_type"), Type("dyn"), Type("!error!")
 QUANTITY, SEMVER, IP, CIDR = Type("kubernetes.Quantity"), Type("kubernetes.Semver"), Type("net.IP"), Type("net.CIDR")
 TIMESTAMP, DURATION = Type("google.protobuf.Timestamp"), Type("google.protobuf.Duration")
 DEVICE = Type("kubernetes.DRADevice")
@@ -82,27 +82,30 @@ PRIMITIVE_NAMES = frozenset(["int", "uint", "double", "bool", "string", "bytes",
 
 
 def is_dyn(t: Type) -> bool:
-    return t.name in ("dyn", "*error*") or t.is_param
+    return t.name in ("dyn", "!error!") or t.is_param
 
 
 def assignable(param: Type, arg: Type, bindings: dict[str, Type]) -> bool:
-    """Whether an argument of type `arg` may be passed where `param` is declared (binding type parameters)."""
-    if is_dyn(arg):
-        if param.is_param:
-            bindings.setdefault(param.name, arg)
-        return True
+    """Whether an argument of type `arg` may be passed where `param` is declared, binding type parameters as
+    cel-go does: a parameter takes the most general type it meets (dyn once any argument is dyn)."""
     if param.is_param:
         bound = bindings.get(param.name)
-        if bound is None or is_dyn(bound):
+        if bound is None:
             bindings[param.name] = arg
             return True
+        if is_dyn(bound):
+            return True
+        if is_dyn(arg):
+            bindings[param.name] = DYN
+            return True
         return assignable(bound, arg, bindings) or assignable(arg, bound, {})
-    if param.name == "dyn":
+    if is_dyn(arg) or param.name == "dyn":
         return True
     if param.name == "type" and arg.name == "type":
         return True  # cel-go compares type values whatever they denote
+    if arg == NULL and ("." in param.name or param.name == "null_type"):
+        return True  # null is assignable to message and object types (timestamps, quantities, ...)
     if param.name != arg.name or len(param.params) != len(arg.params):
-        # null is assignable to the optional/message-like types only; CEL keeps the primitives apart
         return False
     return all(assignable(p, a, bindings) for p, a in zip(param.params, arg.params, strict=True))
 

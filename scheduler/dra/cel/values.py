@@ -24,8 +24,13 @@ class CelEvalError(Exception):
         self.message = message
 
 
-class CostLimitExceeded(CelEvalError):
-    """The runtime cost limit was reached (cel-go cancels the evaluation; nothing absorbs it)."""
+class Fatal(CelEvalError):
+    """An error that ends the whole evaluation in cel-go (a cancellation or a recovered panic): `||`, `&&`
+    and macros never absorb it."""
+
+
+class CostLimitExceeded(Fatal):
+    """The runtime cost limit was reached (cel-go cancels the evaluation)."""
 
 
 NO_SUCH_OVERLOAD = "no such overload"
@@ -164,13 +169,17 @@ class Quantity:
     while Quantity.Equal refuses a *Quantity ("no such overload"); kept so `==` answers as cel-go does.
     """
 
-    __slots__ = ("pointer", "scale", "text", "value")
+    __slots__ = ("key", "pointer", "scale", "text", "value")
 
     def __init__(self, value: Fraction, text: str | None = None, scale: int | None = 0, pointer: bool = False):
         self.value = value
         self.text = text
         self.scale = scale
         self.pointer = pointer
+        # every quantity is a whole number of nano-units (parsing rounds up to 1n), so comparisons can use
+        # an int instead of Fraction arithmetic
+        nanos = value * _NANO
+        self.key: int | Fraction = nanos.numerator if nanos.denominator == 1 else nanos
 
     @classmethod
     def parse(cls, text: str) -> Quantity:
@@ -425,7 +434,7 @@ def equals(a: Any, b: Any) -> bool:
                     return False
             return True
         if ta is Quantity:
-            return not (b.pointer and not a.pointer) and bool(a.value == b.value)
+            return not (b.pointer and not a.pointer) and bool(a.key == b.key)
         if ta is Semver:
             return bool(a.compare(b) == 0)
         if ta is IP:

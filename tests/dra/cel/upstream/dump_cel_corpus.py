@@ -2,7 +2,8 @@
 
 Run by hand (needs Go and the module cache tests/cluster/build.sh fills); the unit tests only read the JSON:
 
-    python3 tests/dra/cel/upstream/dump_cel_corpus.py
+    python3 tests/dra/cel/upstream/dump_cel_corpus.py            # cel_corpus.json
+    python3 tests/dra/cel/upstream/dump_cel_corpus.py --fuzz     # cel_fuzz.json (fuzz.py, seed FUZZ_SEED)
 
 Expressions are collected from the Go sources of the pinned release (DRA's cel and structured tests, the DRA
 e2e/integration/scheduler_perf selectors, apiserver's CEL library tests, cel-go's extension tests) plus the
@@ -30,6 +31,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[3]
 K8S_MODULE = REPO / "tests" / "cluster" / "k8s"
 OUT = HERE / "cel_corpus.json"
+FUZZ_OUT = HERE / "cel_fuzz.json"
+FUZZ_SEED, FUZZ_EXPRESSIONS, FUZZ_DEVICES = 20261201, 600, 5
 
 # (module directory in the cache, glob, regex of the field that holds an expression)
 SOURCES = [
@@ -280,6 +283,103 @@ PROBES = [
     '.all(z, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(w, x + y + z + w > 0))))',
     'lists.range(1000).all(i, lists.range(1000).all(j, i + j >= 0))',
     'lists.range(2000).map(i, "a" + string(i)).exists(s, s == "zzz")',
+    'cidr("10.0.0.0/") == cidr("10.0.0.0/8")',
+    'cidr("10.0.0.0/08") == cidr("10.0.0.0/8")',
+    'cidr("10.0.0.0/33") == cidr("10.0.0.0/8")',
+    'cidr("fe80::1%eth0/64") == cidr("::/0")',
+    'cidr("10.0.0.0") == cidr("10.0.0.0/8")',
+    'ip("fe80::1%eth0") == ip("::1")',
+    'ip("::ffff:1.2.3.4") == ip("::1")',
+    'cidr("::ffff:1.2.3.4/96") == cidr("::/0")',
+    'ip("1.2.3.04") == ip("1.2.3.4")',
+    'ip("1.2..4") == ip("1.2.3.4")',
+    'ip("1.2.3") == ip("1.2.3.4")',
+    'ip("1.2.3.x") == ip("1.2.3.4")',
+    'ip("12345::") == ip("::1")',
+    'ip("1::2::3") == ip("::1")',
+    'ip("1:2:3:4:5:6:7:8:9") == ip("::1")',
+    'ip("1:2:3:4:5:6:7::8") == ip("::1")',
+    'ip("::1.2.3.4") == ip("::1")',
+    'ip("1:2") == ip("::1")',
+    'ip("") == ip("::1")',
+    'ip("%eth0") == ip("::1")',
+    'quantity("1000m").isInteger()',
+    'quantity("1.0").isInteger()',
+    'quantity("1e-10").asApproximateFloat() > 0.0',
+    'quantity("0.1n") == quantity("1n")',
+    'quantity("1").add(quantity("0.5")).isInteger()',
+    'quantity("9223372036854775807").add(1).isInteger()',
+    'quantity("9223372036854775807").add(1).asApproximateFloat() > 0.0',
+    'quantity("1Ki").isInteger() && quantity("1.5Ki").isInteger() == false',
+    'quantity("123456789012345678901").isInteger()',
+    'quantity("-1").sub(quantity("1")).asInteger() == -2',
+    'quantity("1.5Gi").compareTo(quantity("1536Mi")) == 0',
+    '"%d items".format([3]) == "3 items"',
+    '"%.2f".format([3.14159]) == "3.14"',
+    '"%s".format([[1, "a"]]) == "[1, a]"',
+    '"%x".format([255]) == "ff" && "%X".format(["hi"]) == "6869"',
+    '"%d".format(["x"]) == ""',
+    '"%e".format([1234.5]) == "1.234500e+03"',
+    '"%s".format([{"b": 1, "a": 2}]) == "{a: 2, b: 1}"',
+    '"%b".format([true]) == "1" && "%o".format([8]) == "10"',
+    '"%s %s %s".format([1.5, null, true]) == "1.5 null true"',
+    '"%s".format([]) == ""',
+    '"%q".format([1]) == ""',
+    '"100%%".format([]) == "100%"',
+    'url("https://user@example.com:8080/a/b?x=1&x=2&y").getQuery() == {"x": ["1", "2"], "y": [""]}',
+    'url("https://[::1]:80/").getHostname() == "::1" && url("https://[::1]:80/").getPort() == "80"',
+    'url("https://example.com").getScheme() == "https" && url("/relative/path").getEscapedPath() == "/relative/path"',
+    'url("not a url") == url("https://x")',
+    'isURL("https://example.com") && !isURL("example.com") && isURL("/abs")',
+    '[1, 0, 2].exists_one(x, 1 / x > 0)',
+    '[1, 0].filter(x, 1 / x > 0).size() == 1',
+    '[0, 1].map(x, 1 / x).size() == 2',
+    '[1, 2].map(x, x > 1, 1 / (x - 2)).size() == 1',
+    'cel.bind(x, 1 / 0, true)',
+    'cel.bind(x, 1 / 0, x > 0 || true)',
+    'dyn(1).all(i, v, true)',
+    '{"a": 1, "b": 2}.transformMapEntry(k, v, {"x": v}).size() == 1',
+    'has(device.attributes["dra.example.com"].ids)',
+    'device.attributes["dra.example.com"].name.matches("^f")',
+    'device.attributes.all(d, device.attributes[d].all(a, has(device.attributes[d][a]) || true))',
+    'device.attributes["dra.example.com"].ids.filter(i, i > 1).map(i, i * 10) == [20, 30]',
+    'device.attributes["dra.example.com"].ids.all(i, i > 0) && '
+    'device.attributes["dra.example.com"].flags.exists(f, !f)',
+    'device.attributes["dra.example.com"].names.exists(v, v.isGreaterThan(semver("1.5.0")))',
+    'device.attributes["dra.example.com"].name.major() == 1',
+    'device.capacity["dra.example.com"].memory.isGreaterThan(device.capacity["dra.example.com"].name)',
+    'format.dns1123Label().validate("UPPER") == optional.none()',
+    'format.qualifiedName().validate("a/b/c").value().size() == 1',
+    'format.qualifiedName().validate("/x").value()[0] == ""',
+    'format.labelValue().validate("x".repeat(70)).hasValue()',
+    'format.dns1123SubdomainPrefix().validate("abc-").hasValue()',
+    'format.named("labelValue").value().validate("ok_value").hasValue()',
+    'format.datetime().validate("2021-01-01T25:00:00Z").hasValue()',
+    'format.uuid().validate("123E4567E89B12D3A456426614174000").hasValue()',
+    '"%.2f".format([1234.5])',
+    '"%e".format([1234.5])',
+    '"%.2e".format([1234.5])',
+    '"%f".format([1.0])',
+    '"%.3f".format([-0.5])',
+    '"%f".format(["NaN"])',
+    '"%s".format([{"b": 1, "a": "x"}])',
+    '"%s".format([[1, "a", 2.5, b"x", null, true, 1u]])',
+    '"%s".format([1e21])',
+    '"%s".format([{1: [2.0]}])',
+    '"%d".format([dyn("x")])',
+    '"%f".format([1])',
+    '"%s %s".format(["a"])',
+    '"%s".format(["a", "b"])',
+    '"%s".format([type(1)])',
+    '"%x".format([-255])',
+    '"abc\\n".matches("abc$")',
+    '"abc\\nx".matches("(?m)abc$")',
+    '"a.b".matches(r"\\Qa.b\\E") && !"axb".matches(r"^\\Qa.b\\E$")',
+    '"ab".matches("a(?=b)")',
+    '"aa".matches(r"(a)\\1")',
+    '"x]".matches("[]]")',
+    '"ab".find("(?P<first>a)") == "a"',
+    '"abc".matches(device.driver)',
 ]
 
 
@@ -317,17 +417,8 @@ def collect(gomodcache: Path) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
-def main() -> int:
-    gomodcache = Path(subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
-                                     check=True).stdout.strip())
-    expressions = collect(gomodcache)
-    cases: list[dict[str, Any]] = []
-    for n, (expr, source) in enumerate(expressions):
-        devices = list(DEVICES) if "device" in expr else ["empty"]
-        for name in devices:
-            dev = DEVICES[name]
-            cases.append({"id": f"{n}/{name}", "source": source, "expression": expr, "deviceName": name,
-                          "driver": dev["driver"], "device": dev["device"]})
+def evaluate_with_cel_go(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """cel-go's answers to the cases ({id, expression, driver, device}), by id."""
     with tempfile.TemporaryDirectory(prefix="cel-dump-") as tmp:
         work = Path(tmp)
         shutil.copy(K8S_MODULE / "go.mod", work / "go.mod")
@@ -339,18 +430,61 @@ def main() -> int:
         inputs = [{k: c[k] for k in ("id", "expression", "driver", "device")} for c in cases]
         proc = subprocess.run([str(work / "evalcorpus.bin")], input=json.dumps(inputs), capture_output=True,
                               text=True, check=True)
-    answers = {a["id"]: a for a in json.loads(proc.stdout)}
+    return {a["id"]: a for a in json.loads(proc.stdout)}
+
+
+def write(path: Path, doc: dict[str, Any]) -> None:
+    # One case per line: reviewable diffs when upstream changes, a third of the indented size.
+    lines = [json.dumps(c, sort_keys=True, ensure_ascii=False) for c in doc["cases"]]
+    head = json.dumps({k: v for k, v in doc.items() if k != "cases"}, indent=1, sort_keys=True, ensure_ascii=False)
+    path.write_text(head[:-2] + ',\n "cases": [\n' + ",\n".join(lines) + "\n ]\n}\n")
+
+
+def dump_corpus(gomodcache: Path) -> None:
+    expressions = collect(gomodcache)
+    cases: list[dict[str, Any]] = []
+    for n, (expr, source) in enumerate(expressions):
+        devices = list(DEVICES) if "device" in expr else ["empty"]
+        for name in devices:
+            dev = DEVICES[name]
+            cases.append({"id": f"{n}/{name}", "source": source, "expression": expr, "deviceName": name,
+                          "driver": dev["driver"], "device": dev["device"]})
+    answers = evaluate_with_cel_go(cases)
     for c in cases:
         answer = answers[c["id"]]
         c["expected"] = {k: v for k, v in answer.items() if k != "id"}
         del c["driver"], c["device"]
-    doc = {"upstream": "k8s.io/dynamic-resource-allocation@v0.37.2 (cel-go v0.29.2)", "devices": DEVICES,
-           "cases": cases}
-    # One case per line: reviewable diffs when upstream changes, a third of the indented size.
-    lines = [json.dumps(c, sort_keys=True, ensure_ascii=False) for c in cases]
-    head = json.dumps({k: v for k, v in doc.items() if k != "cases"}, indent=1, sort_keys=True, ensure_ascii=False)
-    OUT.write_text(head[:-2] + ',\n "cases": [\n' + ",\n".join(lines) + "\n ]\n}\n")
+    write(OUT, {"upstream": "k8s.io/dynamic-resource-allocation@v0.37.2 (cel-go v0.29.2)", "devices": DEVICES,
+                "cases": cases})
     print(f"wrote {OUT} ({len(expressions)} expressions, {len(cases)} cases)")
+
+
+def dump_fuzz() -> None:
+    sys.path.insert(0, str(HERE))
+    import fuzz  # type: ignore[import-not-found]
+
+    expressions, devices = fuzz.generate(FUZZ_SEED, FUZZ_EXPRESSIONS, FUZZ_DEVICES)
+    cases = [{"id": f"{n}/{d}", "expression": e, "deviceIndex": d, "driver": devices[d]["driver"],
+              "device": devices[d]["device"]} for n, e in enumerate(expressions) for d in range(len(devices))]
+    answers = evaluate_with_cel_go(cases)
+    rows = []
+    for n, e in enumerate(expressions):
+        got = [answers[f"{n}/{d}"] for d in range(len(devices))]
+        rows.append({"expression": e, "compileError": got[0]["compileError"],
+                     "results": [[a["matches"], a["error"], a["actualCost"]] for a in got]})
+    doc = {"upstream": "k8s.io/dynamic-resource-allocation@v0.37.2 (cel-go v0.29.2)", "seed": FUZZ_SEED,
+           "devices": devices, "cases": rows}
+    write(FUZZ_OUT, doc)
+    print(f"wrote {FUZZ_OUT} ({len(expressions)} expressions x {len(devices)} devices)")
+
+
+def main() -> int:
+    gomodcache = Path(subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
+                                     check=True).stdout.strip())
+    if "--fuzz" in sys.argv[1:]:
+        dump_fuzz()
+    else:
+        dump_corpus(gomodcache)
     return 0
 
 
