@@ -289,8 +289,12 @@ class FixCandidate:
     The explain engine never trusts the proposal: it applies `pod` (to the pod) and/or `snapshot` (to the
     cluster's nodes) to copies, re-runs every PreFilter/Filter on every node, and reports the nodes that
     become feasible. Candidates with the same `key` are one change; of those, the one with the largest
-    `magnitude` is kept (e.g. the largest request that still fits somewhere). `data` is the change in
-    structured form for JSON (`{"toleration": {...}}`, `{"resource": "cpu", "request": "1500m"}`...).
+    `magnitude` is tried first (the smallest change: the largest request that still fits somewhere); the
+    others are the steps of a ladder ("cpu <= 1800m: 1 node; <= 500m: 3 nodes"), each labelled by `step`.
+    `data` is the change in structured form for JSON, applied literally (`{"toleration": {...}}`,
+    `{"resource": "cpu", "request": "1500m"}`...; docs/explain.md). `partial` says the change alone cannot
+    lift this plugin's rejection of the node (the node needs another of the plugin's proposals too), so the
+    engine keeps it for combinations only.
     """
 
     key: str
@@ -300,6 +304,8 @@ class FixCandidate:
     snapshot: Callable[[Snapshot], Snapshot] | None = None
     magnitude: float = 0.0
     data: Mapping[str, Any] = field(default_factory=dict)
+    step: str = ""
+    partial: bool = False
 
 
 class ExplainExtensions:
