@@ -86,11 +86,12 @@ class EventHandlers:
             if name:
                 s.cache.remove_node(name)
             return
-        version = str(meta.get("resourceVersion") or "")
+        version = str(meta.get("resourceVersion") or "") if kind in (None, ADDED) else ""
         held = s.cache.get_node(name) if version else None
         if held is not None and held.node is not None and held.node.resource_version == version:
-            # The very version the cache holds (kopf's node LIST replays what the initial sync applied): nothing
-            # changed, and touching the node would re-clone it and drop every result kept for it.
+            # A listed or re-added node at the very version the cache holds (kopf's node LIST replays what the
+            # initial sync applied): nothing changed, and touching the node would re-clone it into the snapshot
+            # and drop every result kept for it. (A MODIFIED event is always applied.)
             return
         try:
             record = parse_node(obj)
