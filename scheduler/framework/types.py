@@ -348,6 +348,31 @@ class PodInfo:
 _POD_FIELDS = tuple(PodInfo.__dataclass_fields__)
 
 
+@dataclass(slots=True, eq=False)
+class QueuedPodInfo:
+    """A pod in the scheduling queue with its scheduling history (upstream framework.QueuedPodInfo): what a
+    QueueSort plugin's `less` compares. Read it; the queue owns it."""
+
+    pod: PodInfo
+    timestamp: float  # last time it entered the queue (first add, or return from an attempt)
+    # First time it entered activeQ (start of the SLI metric); -1.0 until then, always set once popped.
+    initial_attempt_timestamp: float = -1.0
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gated: bool = False
+    gating_plugin: str = ""  # the PreEnqueue plugin that gated it
+    gating_message: str = ""
+
+    @property
+    def uid(self) -> str:
+        return self.pod.uid
+
+    def rejectors(self) -> set[str]:
+        """Plugins whose rejection keeps the pod out: unschedulable and pending plugins together."""
+        return self.unschedulable_plugins | self.pending_plugins
+
+
 def _container_requests(container: Mapping[str, Any], where: str) -> Resource:
     resources = container.get("resources") or {}
     requests = dict(resources.get("limits") or {})  # API defaulting: a limit without a request is the request
