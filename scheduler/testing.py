@@ -795,6 +795,13 @@ class SchedulerHarness:
         advance = self.clock.advance_to if advance_clock else None
         await self.scheduler.run_until_idle(advance=advance, permit_timeouts=expire_permits)
 
+    async def advance(self, seconds: float) -> None:
+        """Move the fake clock by `seconds` (backoffs and Permit waits due by then end), then settle without
+        moving it further: what happens in the next `seconds` of a live cluster with nothing else going on."""
+        self.clock.advance(seconds)
+        self.scheduler.expire_permit_waits()
+        await self.scheduler.run_until_idle(advance=None)
+
     # ------------------------------------------------------------------ outcomes
 
     @staticmethod

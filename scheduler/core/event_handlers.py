@@ -135,6 +135,9 @@ class EventHandlers:
         s.nominator.delete(uid)
         s.pending.pop(uid, None)
         s.forget_pod_state(uid)
+        if s.handle().reject_waiting_pod(uid):
+            # Parked at Permit: its binding cycle now gives its node back (upstream rejects it "removed").
+            return
         held = s.cache.get_pod(uid)
         if held is not None:
             s.cache.remove_pod(uid)
