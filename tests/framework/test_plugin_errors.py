@@ -22,6 +22,7 @@ from scheduler.framework import (
     Handle,
     NodeInfo,
     NodeRecord,
+    Plugin,
     PodInfo,
     QueuedPodInfo,
     QueueingHint,
@@ -63,7 +64,7 @@ class FailingUnreserve(ReservePlugin):
         raise RuntimeError("lost the reservation ledger")
 
 
-def harness(plugin: type, *nodes: str) -> SchedulerHarness:
+def harness(plugin: type[Plugin], *nodes: str) -> SchedulerHarness:
     h = SchedulerHarness(configuration({"multiPoint": {"enabled": [{"name": plugin.name}]}}), plugins=[plugin])
     h.add(*(make_node(n) for n in nodes or ("n1",)))
     return h
