@@ -26,4 +26,5 @@ def install_example(name: str, factory: pytest.TempPathFactory) -> Path:
         check=True,
         timeout=120,
     )
+    assert list(target.glob("*.dist-info/entry_points.txt")), f"{name} was installed without its entry points"
     return target

@@ -43,9 +43,7 @@ CONFIG = {
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example installed into its own directory (a site-packages a user's pip would fill)."""
-    target = install_example("cost-score", tmp_path_factory)
-    assert list(target.glob("pyscheduler_cost_score-*.dist-info/entry_points.txt"))
-    return target
+    return install_example("cost-score", tmp_path_factory)
 
 
 async def test_installed_plugin_places_pods_on_the_cheapest_node(
