@@ -202,3 +202,26 @@ async def test_queueing_hints_decide_which_events_requeue_a_pod(labels: dict[str
     h.clock.advance(60)  # past the pod's backoff: a requeue goes straight to activeQ
     h.add(node)
     assert h.scheduler.queue.queue_of(uid) == queue
+
+
+class BadEvents(FilterPlugin, EnqueueExtensions):
+    """events_to_register returns a string instead of events."""
+
+    name: ClassVar[str] = "BadEvents"
+
+    def __init__(self, args: Mapping[str, Any] | None, handle: Handle) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        return None
+
+    def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
+        return ["NodeAdd"]  # type: ignore[list-item]
+
+
+def test_garbage_from_events_to_register_stops_the_startup_naming_the_plugin() -> None:
+    """A configuration error (one line, exit 2 from the CLI), not a traceback or a plugin never requeued."""
+    with pytest.raises(ValueError) as err:
+        harness(BadEvents)
+    want = "plugin 'BadEvents': events_to_register returned str, want ClusterEvent or ClusterEventWithHint"
+    assert str(err.value) == want
