@@ -447,7 +447,8 @@ async def simulate_async(
                 cluster.apply_pod(pod)
         # Objects of one file arrive together: no Permit wait times out before the last one is in.
         await scheduler.run_until_idle(advance=clock.advance_to, permit_timeouts=False)
-    await scheduler.run_until_idle(advance=clock.advance_to)
+    if scheduler.next_permit_deadline() is not None:  # pods still waiting at Permit: now their time may run out
+        await scheduler.run_until_idle(advance=clock.advance_to)
 
     result = SimulationResult(cluster=cluster, scheduler=scheduler)
     evicted_by: dict[str, str] = {}
