@@ -738,3 +738,26 @@ def test_field_stories_end_with_the_fix_the_readme_shows(
     assert lines[start + 1] == fix
     readme = (EXAMPLES.parent / "README.md").read_text()
     assert fix.strip() in readme
+
+
+@pytest.mark.parametrize("pinned", [pytest.param(True, id="created-with-node-name"),
+                                    pytest.param(False, id="bound-by-the-scheduler")])
+def test_bound_pods_get_their_nodes_topology_labels(pinned: bool) -> None:
+    """PodTopologyLabelsAdmission (beta, on in v1.37): kube-apiserver copies the node's zone and region labels
+    onto a pod bound to it (seen on the test control plane for both ways of binding), so a later pod's
+    affinity to `topology.kubernetes.io/zone=z1` pods finds it; without the copy it would stay Pending."""
+    first = make_pod("first").labels(app="db")
+    first = first.node("a") if pinned else first.node_selector(**{"kubernetes.io/hostname": "a"})
+    follower = make_pod("follower").pod_affinity_term(
+        "podAffinity", "kubernetes.io/hostname", {"topology.kubernetes.io/zone": "z1", "app": "db"}
+    )
+    objects = [make_node("a").zone("z1", "r1").obj(), make_node("b").zone("z2", "r1").obj(), first.obj(),
+               follower.obj()]
+    if pinned:
+        objects[2]["status"] = {"phase": "Running"}
+    result = simulate(objects)
+    assert result.cluster is not None
+    stored = next(p for p in result.cluster.pods.values() if p["metadata"]["name"] == "first")
+    assert stored["metadata"]["labels"] == {"app": "db", "topology.kubernetes.io/zone": "z1",
+                                            "topology.kubernetes.io/region": "r1"}
+    assert _placements(result)["default/follower"] == "a"

@@ -45,6 +45,7 @@ IMPLEMENTS: dict[str, frozenset[str]] = {
     "NodeResourcesBalancedAllocation": frozenset({"pre_score", "score"}),
     "ImageLocality": frozenset({"score"}),
     "DefaultBinder": frozenset({"bind"}),
+    "NodeDeclaredFeatures": frozenset({"pre_filter", "filter"}),
     "CustomScore": frozenset({"score"}),
     "CustomFilter": frozenset({"filter"}),
     "OtherSort": frozenset({"queue_sort"}),
@@ -558,6 +559,7 @@ def test_default_multi_point_order_and_weights() -> None:
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("DefaultBinder", None),
+        ("NodeDeclaredFeatures", None),
     ]
 
 
@@ -713,6 +715,7 @@ DEFAULT_EXPANSION: dict[str, list[tuple[str, int | None]]] = {
         ("VolumeZone", None),
         ("PodTopologySpread", None),
         ("InterPodAffinity", None),
+        ("NodeDeclaredFeatures", None),
     ],
     "filter": [
         ("NodeName", None),
@@ -727,6 +730,7 @@ DEFAULT_EXPANSION: dict[str, list[tuple[str, int | None]]] = {
         ("VolumeZone", None),
         ("PodTopologySpread", None),
         ("InterPodAffinity", None),
+        ("NodeDeclaredFeatures", None),
     ],
     "post_filter": [("DefaultPreemption", None)],
     "pre_score": [
@@ -823,6 +827,7 @@ MERGE_CASES = [
             ("VolumeZone", None),
             ("PodTopologySpread", None),
             ("InterPodAffinity", None),
+            ("NodeDeclaredFeatures", None),
         ],
         id="multipoint-disabled-removes-everywhere",
     ),
@@ -954,6 +959,7 @@ MERGE_CASES = [
             ("VolumeZone", None),
             ("PodTopologySpread", None),
             ("InterPodAffinity", None),
+            ("NodeDeclaredFeatures", None),
             ("CustomFilter", None),
         ],
         id="override-first-then-multipoint-then-new",

@@ -12,7 +12,7 @@ import pytest
 
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_config
-from scheduler.core.explain import explain_pod
+from scheduler.core.explain import explain_pod, render_text
 from scheduler.framework.observer import Observer
 from scheduler.plugins.registry import PluginLoadError, PluginRegistry
 from scheduler.testing import SchedulerHarness, make_node, make_pod
@@ -265,3 +265,26 @@ async def test_explain_shows_the_out_of_tree_score() -> None:
     assert expl.best == ["n3"]
     scores = {v.node: dict(v.scores)["Recorder"] for v in expl.nodes}
     assert scores == {"n1": 0, "n2": 0, "n3": 500}
+
+
+@pytest.mark.parametrize("point", [pytest.param("PreFilter", id="pre-filter"), pytest.param("Filter", id="filter")])
+async def test_explain_shows_a_plugin_error_as_an_error(point: str) -> None:
+    """Issue 21: a plugin that raises fails the cycle. Explain says so with the scheduler's own message (the
+    FailedScheduling note the pod got), and runs no preemption dry run and no fix search after it."""
+    env = harness(config(RECORDER_EVERYWHERE))
+    bad = make_pod("bad").label("raise", point)
+    obj = bad.obj()
+    env.cluster.apply_pod(obj)
+    await env.settle()
+    cond = env.cluster.conditions[obj["metadata"]["uid"]]
+    assert cond.reason == "SchedulerError"
+    expl = explain_pod(env.scheduler.profiles["pyscheduler"], bad.info(), env.scheduler.cache.fresh_snapshot())
+    assert expl.error is not None and expl.error.plugin == "Recorder"
+    assert expl.message == cond.message
+    assert expl.preemption is None and expl.fixes == []
+    doc = expl.to_json()
+    assert doc["error"] == {"plugin": "Recorder", "message": cond.message}
+    text = render_text(expl)
+    assert "Error: plugin Recorder failed, so the whole scheduling cycle fails" in text
+    assert f"  {cond.message}" in text.splitlines()
+    assert "Preemption" not in text and "What would make it fit" not in text
