@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.framework.interface import Binder, VolumeWriter, WaitingPodView
+from scheduler.framework.interface import Binder, ClaimWriter, VolumeWriter, WaitingPodView
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import (
@@ -654,6 +654,10 @@ class StaticHandle:
     @property
     def volume_writer(self) -> VolumeWriter:
         raise NotImplementedError("plugin unit tests do not write volumes")
+
+    @property
+    def claim_writer(self) -> ClaimWriter:
+        raise NotImplementedError("plugin unit tests do not write ResourceClaims")
 
     def pod_exists(self, uid: str) -> bool:
         return True

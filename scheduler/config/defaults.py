@@ -19,7 +19,7 @@ KIND = "KubeSchedulerConfiguration"
 # Upstream getDefaultPlugins() MultiPoint, in upstream order, restricted to the plugins pyscheduler
 # implements. To support another default plugin, insert it at its upstream position (listed alongside):
 #   ... NodeResourcesFit(1), VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-#   PodTopologySpread(2), InterPodAffinity(2), [DynamicResources(2) when DRA is on], DefaultPreemption,
+#   PodTopologySpread(2), InterPodAffinity(2), DynamicResources(2), DefaultPreemption,
 #   NodeResourcesBalancedAllocation(1), ImageLocality(1), DefaultBinder.
 # NodeName precedes NodeUnschedulable as in upstream v1.37 default_plugins.go (v1.30-era releases had
 # NodeUnschedulable first). Both are Filter-only; the order only decides which reason a node that fails
@@ -39,7 +39,9 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
-    # [DynamicResources(2)] goes here upstream.
+    # applyFeatureGates inserts it right before DefaultPreemption (DynamicResourceAllocation is GA and
+    # locked): "better to deallocate an idle ResourceClaim than to evict a pod".
+    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),

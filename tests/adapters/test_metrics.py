@@ -226,6 +226,9 @@ async def test_every_documented_metric_is_exposed_with_its_type_and_labels(metri
     # the workload above may have none; test_plugin_execution_is_sampled_and_observed covers the sampling).
     env.metrics.rest_request("GET", "127.0.0.1:6443", "200", 0.01)
     env.metrics.plugin_execution("NodeResourcesFit", "Filter", Code.SUCCESS, 1e-5)
+    # No field is refused today (the fail-closed list is empty since DynamicResources landed), so the guard's
+    # counter gets a sample the way the guard would give it one.
+    env.metrics.unsupported_pod("example")
     text = env.text()
     families = _families(text)
     assert families.get(metric.name) == metric.type, f"{metric.name}: # TYPE {families.get(metric.name)}"
