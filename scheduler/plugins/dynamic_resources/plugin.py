@@ -47,6 +47,7 @@ from scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from scheduler.framework.node_selector import Matcher, NodeSelectorMatcher
 from scheduler.framework.objects import DEVICE_CLASS, DEVICE_TAINT_RULE, JSON, RESOURCE_CLAIM, RESOURCE_SLICE
 from scheduler.framework.quantity import QuantityError, parse_quantity
 from scheduler.framework.status import SKIP, Code, Status, error_status, unresolvable
@@ -84,7 +85,6 @@ from scheduler.plugins.dynamic_resources.state import (
     NodeAllocation,
 )
 from scheduler.plugins.dynamic_resources.tracker import DraManager, shared_manager
-from scheduler.plugins.node_affinity import Matcher, NodeSelectorMatcher
 from scheduler.plugins.normalize import default_normalize_score
 
 log = logging.getLogger("pyscheduler.dynamicresources")

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from scheduler.framework.node_selector import Matcher
 from scheduler.framework.objects import JSON
 from scheduler.plugins.dynamic_resources.claims import ClaimStore
-from scheduler.plugins.node_affinity import Matcher
 
 NAME: Final = "DynamicResources"
 STATE_KEY: Final = NAME
