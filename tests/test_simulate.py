@@ -172,14 +172,14 @@ def test_a_malformed_pv_fails_its_own_class_and_does_not_stall_provisioning() ->
 
 
 def test_json_output_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    """--output json prints exactly {"pods": [{"namespace","name","node","message","preemptedBy"}],
+    """--output json prints exactly {"pods": [{"namespace","name","node","message","preemptedBy","devices"}],
     "preemptions": [...]}."""
     code = main(["simulate", str(EXAMPLES / "host-ports.yaml"), "--output", "json"])
     captured = capsys.readouterr()
     assert code == 0
     doc = json.loads(captured.out)
     assert list(doc) == ["pods", "preemptions"]
-    assert all(list(p) == ["namespace", "name", "node", "message", "preemptedBy"] for p in doc["pods"])
+    assert all(list(p) == ["namespace", "name", "node", "message", "preemptedBy", "devices"] for p in doc["pods"])
     assert doc["pods"] == [
         {
             "namespace": "kube-system",
@@ -187,9 +187,19 @@ def test_json_output_shape(capsys: pytest.CaptureFixture[str]) -> None:
             "node": None,
             "message": PORTS_MESSAGE,
             "preemptedBy": None,
+            "devices": [],
         }
         for n in "abc"
-    ] + [{"namespace": "kube-system", "name": "coredns-node-d", "node": "node-d", "message": None, "preemptedBy": None}]
+    ] + [
+        {
+            "namespace": "kube-system",
+            "name": "coredns-node-d",
+            "node": "node-d",
+            "message": None,
+            "preemptedBy": None,
+            "devices": [],
+        }
+    ]
     assert doc["preemptions"] == []
 
 
@@ -430,6 +440,7 @@ def test_a_pod_placed_earlier_and_then_evicted_is_reported_as_preempted() -> Non
         "node": None,
         "message": None,
         "preemptedBy": "ns/urgent",
+        "devices": [],
     }
     assert by_name["urgent"].node == "n1"
     assert "<preempted>" in render_table(result) and "evicted by ns/urgent" in render_table(result)

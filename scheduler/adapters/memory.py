@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.adapters.memory_claims import ClaimWrites, ResourceClaimController
+from scheduler.adapters.memory_claims import ClaimWrites, ResourceClaimController, default_claim_spec
 from scheduler.core.api import (
     ACTION_BINDING,
     ACTION_PREEMPTING,
@@ -34,6 +34,7 @@ from scheduler.framework.fit_error import truncate_message
 from scheduler.framework.objects import (
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
+    RESOURCE_CLAIM,
     RESOURCE_CLAIM_TEMPLATE,
     STORAGE_CLASS,
     object_key,
@@ -136,11 +137,16 @@ class MemoryCluster:
         """Create or update an object of another kind (scheduler.framework.objects.KINDS).
 
         API-server defaulting the scheduler relies on is applied (a StorageClass's volumeBindingMode is
-        Immediate unless set), and the PV controller then reacts to storage objects.
+        Immediate unless set; a claim's requests are ExactCount of 1 unless set), and the PV controller then
+        reacts to storage objects.
         """
         kind = str(obj["kind"])
         if kind == STORAGE_CLASS and obj.get("volumeBindingMode") is None:
             obj["volumeBindingMode"] = "Immediate"
+        elif kind == RESOURCE_CLAIM:
+            default_claim_spec(obj.get("spec"))
+        elif kind == RESOURCE_CLAIM_TEMPLATE and isinstance(obj.get("spec"), dict):
+            default_claim_spec(obj["spec"].get("spec"))
         meta = obj.setdefault("metadata", {})
         if not meta.get("uid"):  # the API server gives every object a uid and a resourceVersion
             namespace, name = object_key(obj)

@@ -57,6 +57,32 @@ def generate_name(base: str, *seed: str) -> str:
     return base + _suffix(base, *seed)
 
 
+def _default_request(request: JSON) -> None:
+    """SetDefaults_ExactDeviceRequest / SetDefaults_DeviceSubRequest, and a toleration's operator Equal."""
+    if not request.get("allocationMode"):
+        request["allocationMode"] = "ExactCount"
+    if request["allocationMode"] == "ExactCount" and not request.get("count"):
+        request["count"] = 1
+    for toleration in request.get("tolerations") or []:
+        if isinstance(toleration, dict) and not toleration.get("operator"):
+            toleration["operator"] = "Equal"
+
+
+def default_claim_spec(spec: Any) -> None:
+    """What the API server defaults in a ResourceClaim's (or a template's) spec when it is created: every
+    request's allocationMode (ExactCount) and count (1), tolerations' operator (Equal). In place."""
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    requests = devices.get("requests") if isinstance(devices, dict) else None
+    for request in requests if isinstance(requests, list) else []:
+        if not isinstance(request, dict):
+            continue
+        if isinstance(request.get("exactly"), dict):
+            _default_request(request["exactly"])
+        for sub in request.get("firstAvailable") or []:
+            if isinstance(sub, dict):
+                _default_request(sub)
+
+
 class ClaimWrites:
     """The ClaimWriter over a MemoryCluster's object store (409/404 like the API server)."""
 

@@ -308,12 +308,17 @@ def _apply_taint_rules(slice_: JSON, rules: list[JSON]) -> JSON:
 
 
 class SliceLister:
-    """ListWithDeviceTaintRules over the object store, recomputed when a slice or a rule changes."""
+    """ListWithDeviceTaintRules over the object store, recomputed when a slice or a rule changes.
+
+    The allocator prepares each slice once per dict object, so a slice keeps its (patched) object while
+    neither it nor the rules change: a change of one slice re-patches that slice only.
+    """
 
     def __init__(self, objects: ObjectLister) -> None:
         self._objects = objects
         self._generations = (-1, -1)
         self._slices: list[JSON] = []
+        self._patched: dict[int, tuple[JSON, JSON]] = {}  # id(stored slice) -> (stored, patched), these rules
 
     def list_with_device_taint_rules(self) -> list[JSON]:
         objects = self._objects
@@ -321,8 +326,21 @@ class SliceLister:
         if generations == self._generations and caching.ENABLED:
             return self._slices
         slices = objects.list(RESOURCE_SLICE)
-        rules = objects.list(DEVICE_TAINT_RULE)
-        self._slices = [_apply_taint_rules(s, rules) for s in slices] if rules else slices
+        if generations[1] != self._generations[1] or not caching.ENABLED:
+            self._patched = {}
+        rules = objects.list(DEVICE_TAINT_RULE) if generations[1] else []
+        if not rules:
+            self._slices = slices
+        else:
+            patched: dict[int, tuple[JSON, JSON]] = {}
+            for stored in slices:
+                known = self._patched.get(id(stored))
+                patched[id(stored)] = known if known is not None and known[0] is stored else (
+                    stored,
+                    _apply_taint_rules(stored, rules),
+                )
+            self._patched = patched
+            self._slices = [patched[id(s)][1] for s in slices]
         self._generations = generations
         return self._slices
 
