@@ -53,6 +53,12 @@ def _suffix(*parts: str) -> str:
     return "".join(out)
 
 
+def pod_uid(pod: Mapping[str, Any]) -> str:
+    """The pod's uid as the in-memory cluster knows it ("namespace/name" for hand-written pods without one)."""
+    meta = _meta(pod)
+    return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+
+
 def generate_name(base: str, *seed: str) -> str:
     return base + _suffix(base, *seed)
 
@@ -234,7 +240,8 @@ class ResourceClaimController:
         annotations = dict(template_meta.get("annotations") or {})
         annotations[POD_CLAIM_NAME_ANNOTATION] = entry
         namespace = str(meta.get("namespace") or "default")
-        name = generate_name(base, namespace, str(meta.get("uid") or pod_name))
+        uid = pod_uid(pod)
+        name = generate_name(base, namespace, uid)
         claim: JSON = {
             "apiVersion": "resource.k8s.io/v1",
             "kind": RESOURCE_CLAIM,
@@ -248,7 +255,7 @@ class ResourceClaimController:
                         "apiVersion": "v1",
                         "kind": "Pod",
                         "name": pod_name,
-                        "uid": str(meta.get("uid") or ""),
+                        "uid": uid,
                         "controller": True,
                     }
                 ],
@@ -262,7 +269,7 @@ class ResourceClaimController:
     def pod_gone(self, pod: Mapping[str, Any]) -> None:
         """A pod was deleted: it leaves the reservedFor of every claim (the last one out deallocates), and the
         claims generated for it are deleted."""
-        uid = str(_meta(pod).get("uid") or "")
+        uid = pod_uid(pod)
         namespace = str(_meta(pod).get("namespace") or "default")
         for key, stored in list(self.cluster.objects.items()):
             if key[0] != RESOURCE_CLAIM or key[1] != namespace:

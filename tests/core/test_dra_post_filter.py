@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from scheduler.core.explain import explain_pod, render_text
-from scheduler.framework.interface import CycleState
 from scheduler.framework.fit_error import NodeToStatus
+from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.plugins.dynamic_resources import DynamicResources
 from scheduler.testing import make_node, make_pod, make_pvc, storage_class

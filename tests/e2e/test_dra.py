@@ -151,7 +151,9 @@ class Run:
             r["pool"] = f"n{self.nodes.index(r['pool']) + 1}" if r["pool"] in self.nodes else r["pool"]
         terms = (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
         selected = [
-            [f"n{self.nodes.index(v) + 1}" for v in expr["values"]] for t in terms for expr in t.get("matchFields") or []
+            [f"n{self.nodes.index(v) + 1}" for v in expr["values"]]
+            for t in terms
+            for expr in t.get("matchFields") or []
         ]
         return {
             "results": results,
@@ -208,7 +210,10 @@ async def run_for(api: ApiClient, scheduler: str, prefix: str, nodes: list[str])
     short = "up" if scheduler == UPSTREAM else "py"
     namespace = f"{prefix}-{short}-{secrets.token_hex(2)}"
     await request_json(
-        api, "POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        api,
+        "POST",
+        "/api/v1/namespaces",
+        body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
     )
 
     async def default_sa() -> bool:
@@ -272,7 +277,11 @@ def exactly(name: str, device_class: str = DRIVER, *selectors: str, count: int =
 
 
 async def test_one_device(
-    kube_scheduler: ManagedProcess, pyscheduler: PySchedulerProcess, api_client: ApiClient, prefix: str, nodes3: list[str]
+    kube_scheduler: ManagedProcess,
+    pyscheduler: PySchedulerProcess,
+    api_client: ApiClient,
+    prefix: str,
+    nodes3: list[str],
 ) -> None:
     """The issue's story: DeviceClass gpu.example.com, two devices on n2, a claim for one: the pod binds to n2
     and the claim's status.allocation names the same device, finalizer and reservation included."""
@@ -299,7 +308,11 @@ async def test_one_device(
 
 
 async def test_a_claim_nothing_satisfies(
-    kube_scheduler: ManagedProcess, pyscheduler: PySchedulerProcess, api_client: ApiClient, prefix: str, nodes3: list[str]
+    kube_scheduler: ManagedProcess,
+    pyscheduler: PySchedulerProcess,
+    api_client: ApiClient,
+    prefix: str,
+    nodes3: list[str],
 ) -> None:
     """A selector no device matches: UnschedulableAndUnresolvable on every node, the same whole message; and a
     claim asking for more devices than any node has."""
@@ -315,12 +328,18 @@ async def test_a_claim_nothing_satisfies(
 
     outcomes = await compare(api_client, prefix, nodes3, scenario)
     assert_same_outcomes(outcomes)
-    expected = f"0/3 nodes are available: 3 cannot allocate all claims. preemption: 0/3 nodes are available: 3 {NOT_HELPFUL}"
+    expected = (
+        f"0/3 nodes are available: 3 cannot allocate all claims. preemption: 0/3 nodes are available: 3 {NOT_HELPFUL}"
+    )
     assert outcomes[OURS] == {"b200": expected, "three": expected}
 
 
 async def test_a_claim_template(
-    kube_scheduler: ManagedProcess, pyscheduler: PySchedulerProcess, api_client: ApiClient, prefix: str, nodes3: list[str]
+    kube_scheduler: ManagedProcess,
+    pyscheduler: PySchedulerProcess,
+    api_client: ApiClient,
+    prefix: str,
+    nodes3: list[str],
 ) -> None:
     """A pod asking for a ResourceClaimTemplate: the controller makes its claim (named after pod and entry,
     recorded in the pod's status), the pod waits for it, then binds where the devices are; two such pods take
@@ -349,10 +368,16 @@ async def test_a_claim_template(
 
 
 async def test_a_claim_shared_by_two_pods(
-    kube_scheduler: ManagedProcess, pyscheduler: PySchedulerProcess, api_client: ApiClient, prefix: str, nodes3: list[str]
+    kube_scheduler: ManagedProcess,
+    pyscheduler: PySchedulerProcess,
+    api_client: ApiClient,
+    prefix: str,
+    nodes3: list[str],
 ) -> None:
     """Two pods naming one claim: the first allocates it, the second reserves it too and lands on the same node
-    (the allocation's node selector), with the device allocated once."""
+    (the allocation's node selector), with the device allocated once. Two nodes have a device and score the
+    same, so which one the first pod gets is each scheduler's random tie-break: the outcome compares where the
+    second pod goes relative to the first."""
 
     async def scenario(run: Run) -> dict[str, Any]:
         await run.device_class(DRIVER, GPU_CLASS_SELECTOR)
@@ -369,16 +394,25 @@ async def test_a_claim_shared_by_two_pods(
             return allocation if len(allocation["reservedFor"]) == 2 else None
 
         claim = await wait_for(both_reserved, what="both pods in reservedFor", within=30)
-        return {"first": first, "second": second, "claim": claim}
+        assert first in ("n1", "n3") and claim["nodeSelector"] == [[first]]
+        for result in claim["results"]:
+            result["pool"] = "first's node" if result["pool"] == first else result["pool"]
+        claim["nodeSelector"] = "first's node"
+        return {"second with first": second == first, "claim": claim}
 
     outcomes = await compare(api_client, prefix, nodes3, scenario)
     assert_same_outcomes(outcomes)
-    assert outcomes[OURS]["first"] == outcomes[OURS]["second"]
+    assert outcomes[OURS]["second with first"] is True
     assert outcomes[OURS]["claim"]["reservedFor"] == ["first", "second"]
+    assert [r["device"] for r in outcomes[OURS]["claim"]["results"]] == ["gpu-0"]
 
 
 async def test_an_extended_resource_backed_by_dra(
-    kube_scheduler: ManagedProcess, pyscheduler: PySchedulerProcess, api_client: ApiClient, prefix: str, nodes3: list[str]
+    kube_scheduler: ManagedProcess,
+    pyscheduler: PySchedulerProcess,
+    api_client: ApiClient,
+    prefix: str,
+    nodes3: list[str],
 ) -> None:
     """A pod asking `example.com/gpu: 1`, which no node has allocatable of, while a DeviceClass names that
     extended resource: it binds where the class's devices are, to a claim the scheduler creates for it (owned
@@ -392,7 +426,8 @@ async def test_an_extended_resource_backed_by_dra(
 
         async def recorded() -> JSON | None:
             pod = await get_pod(run.api, run.namespace, "legacy")
-            return pod["status"].get("extendedResourceClaimStatus")
+            status: JSON | None = pod["status"].get("extendedResourceClaimStatus")
+            return status
 
         status = await wait_for(recorded, what="the pod's extendedResourceClaimStatus", within=30)
         claim_name = status["resourceClaimName"]
@@ -420,7 +455,11 @@ async def test_an_extended_resource_backed_by_dra(
 
 
 async def test_a_pod_waits_for_its_claim_and_a_class(
-    kube_scheduler: ManagedProcess, pyscheduler: PySchedulerProcess, api_client: ApiClient, prefix: str, nodes3: list[str]
+    kube_scheduler: ManagedProcess,
+    pyscheduler: PySchedulerProcess,
+    api_client: ApiClient,
+    prefix: str,
+    nodes3: list[str],
 ) -> None:
     """A claim that does not exist yet keeps the pod out of scheduling (PreEnqueue: no condition, no event); a
     request naming a class that does not exist is reported (same message); creating them lets both bind."""

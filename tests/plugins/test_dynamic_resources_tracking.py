@@ -196,7 +196,8 @@ def test_device_taint_rules_patch_the_devices_they_select() -> None:
     store = _store(slice_, rule, no_selector)
     [patched] = SliceLister(store).list_with_device_taint_rules()
     assert [d.get("taints") for d in patched["spec"]["devices"]] == [None, [{"key": "maint", "effect": "NoSchedule"}]]
-    assert "taints" not in store.get(RESOURCE_SLICE, "", "s")["spec"]["devices"][1]  # the stored slice is untouched
+    stored = store.get(RESOURCE_SLICE, "", "s")
+    assert stored is not None and "taints" not in stored["spec"]["devices"][1]  # the stored slice is untouched
 
 
 # --------------------------------------------------------------------------------------------- extended resources

@@ -117,8 +117,8 @@ def explain_node(
     for note in trace.requests:
         out.append(
             ExplainDetail(
-                f"claim {note.claim}, request {note.request}: {note.selectable} device(s) on this node pass its "
-                f"selectors, it needs {note.wanted}",
+                f"claim {note.claim}, request {note.request}: {note.selectable} device(s) on this node match its "
+                f"class and selectors, it needs {note.wanted}",
                 {"claim": note.claim, "request": note.request, "selectable": note.selectable, "wanted": note.wanted},
             )
         )
@@ -213,23 +213,28 @@ def suggest_fixes(
                     data={"claim": rejection.claim, "request": rejection.request, "toleration": toleration},
                 )
             )
+    held: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
+    for rejection in trace.rejections.values():
+        if rejection.reason == "allocated":
+            held.setdefault((rejection.claim, rejection.request), set()).add(rejection.device)
     for note in trace.requests:
         claim = claims.get(note.claim)
-        if claim is None or note.selectable >= note.wanted:
+        usable = note.selectable - len(held.get((note.claim, note.request), ()))
+        if claim is None or usable >= note.wanted:
             continue
-        if note.selectable > 0:
-            count = note.selectable
+        if usable > 0:
+            count = usable
             changed = _edited(claim, note.request, lambda t, n=count: t.update(count=n, allocationMode="ExactCount"))
             if changed is not None:
                 out.append(
                     FixCandidate(
                         key=f"dra-count:{note.claim}:{note.request}",
                         kind="smaller-device-count",
-                        description=f"ask for {note.selectable} device(s) in request {note.request} of claim "
-                        f"{note.claim} (the most some node has)",
+                        description=f"ask for {count} device(s) in request {note.request} of claim "
+                        f"{note.claim} (the most some node has free)",
                         pod=_with_claim(changed),
-                        magnitude=float(note.selectable),
-                        data={"claim": note.claim, "request": note.request, "count": note.selectable},
+                        magnitude=float(count),
+                        data={"claim": note.claim, "request": note.request, "count": count},
                     )
                 )
         out.extend(_other_classes(plugin, claim, note.claim, note.request))
