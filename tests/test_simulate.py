@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.cli import main
+from scheduler.core.explain import render_text
 from scheduler.simulate import InputError, SimulationResult, load_documents, render_table, simulate
 from scheduler.testing import make_node, make_pod
 
@@ -749,3 +750,25 @@ def test_field_stories_end_with_the_fix_the_readme_shows(
     assert lines[start + 1] == fix
     readme = (EXAMPLES.parent / "README.md").read_text()
     assert fix.strip() in readme
+
+
+def test_dra_example_places_every_gpu_once_and_explains_the_pod_left_out() -> None:
+    """examples/dra.yaml: a claim, a template's claim (made by the simulated controller), an extended resource
+    backed by DRA each get one of node-b's three GPUs; the pod wanting two 80Gi GPUs is told which claim holds
+    the only one."""
+    result = simulate(load_documents((EXAMPLES / "dra.yaml").read_text(encoding="utf-8")))
+    got = {o.name: (o.node, [(d.request, d.device) for d in o.devices]) for o in result.outcomes}
+    assert got["trainer"] == ("node-b", [("gpu", "gpu-0")])
+    assert got["worker"] == ("node-b", [("gpu", "gpu-1")])
+    assert got["legacy"] == ("node-b", [("container-0-request-0", "gpu-2")])
+    assert got["eval"] == (None, [])
+    assert _messages(result)["ml/eval"] == (
+        "0/2 nodes are available: 2 cannot allocate all claims. preemption: 0/2 nodes are available: 2 "
+        "Preemption is not helpful for scheduling."
+    )
+    worker = next(o for o in result.outcomes if o.name == "worker")
+    assert worker.devices[0].claim.startswith("ml/worker-gpu-")
+    assert "DEVICES" in render_table(result) and "trainer-gpu/gpu=gpu.example.com/node-b/gpu-0" in render_table(result)
+    text = render_text(result.explain("ml", "eval"))
+    assert "node-a: no ResourceSlice publishes devices for this node" in text
+    assert f"device gpu.example.com/node-b/gpu-1: already allocated to claim {worker.devices[0].claim}" in text

@@ -213,13 +213,19 @@ def suggest_fixes(
                     data={"claim": rejection.claim, "request": rejection.request, "toleration": toleration},
                 )
             )
+    # Of the devices that match a request, those already allocated are not free for it.
     held: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
+    unmatched: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
     for rejection in trace.rejections.values():
+        key = (rejection.claim, rejection.request)
         if rejection.reason == "allocated":
-            held.setdefault((rejection.claim, rejection.request), set()).add(rejection.device)
+            held.setdefault(key, set()).add(rejection.device)
+        elif rejection.reason == "selector-false":
+            unmatched.setdefault(key, set()).add(rejection.device)
     for note in trace.requests:
         claim = claims.get(note.claim)
-        usable = note.selectable - len(held.get((note.claim, note.request), ()))
+        key = (note.claim, note.request)
+        usable = note.selectable - len(held.get(key, set()) - unmatched.get(key, set()))
         if claim is None or usable >= note.wanted:
             continue
         if usable > 0:
