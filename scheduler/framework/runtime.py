@@ -598,6 +598,9 @@ class Framework:
                         f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                         pl.name,
                     )
+                if hi == 0:  # every node scored 0 (e.g. DynamicResources for a pod without claims): adds nothing
+                    result.per_plugin.append((pl.name, list(scores)))
+                    continue
                 weight = self.score_weights[pl.name]
                 weighted = [v * weight for v in scores] if weight != 1 else list(scores)
                 result.per_plugin.append((pl.name, weighted))

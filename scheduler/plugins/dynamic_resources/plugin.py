@@ -440,6 +440,9 @@ class DynamicResources(
         return out
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int]) -> Status | None:
+        s: DraState | None = state.get(STATE_KEY)
+        if s is not None and not s.node_allocations:
+            return None  # every score is 0 (most pods have no claim): nothing to scale
         return default_normalize_score(100, False, scores)
 
     # ---------------------------------------------------------------- Reserve / Unreserve
