@@ -454,6 +454,38 @@ async def test_an_extended_resource_backed_by_dra(
     ]
 
 
+async def test_first_available_prefers_the_first_subrequest(
+    kube_scheduler: ManagedProcess,
+    pyscheduler: PySchedulerProcess,
+    api_client: ApiClient,
+    prefix: str,
+    nodes3: list[str],
+) -> None:
+    """A prioritized list [h100, a100]: n1 offers only an A100, n3 an H100, so only DynamicResources' Score
+    (8 for the first subrequest against 7) separates them: both schedulers pick n3 and allocate gpu/h100."""
+
+    async def scenario(run: Run) -> dict[str, Any]:
+        await run.device_class(DRIVER, GPU_CLASS_SELECTOR)
+        await run.device_class("h100.example.com", GPU_CLASS_SELECTOR, f'device.attributes["{DRIVER}"].model == "h100"')
+        await run.device_class("a100.example.com", GPU_CLASS_SELECTOR, f'device.attributes["{DRIVER}"].model == "a100"')
+        await run.slice(run.nodes[0], gpu("gpu-0", "a100"))
+        await run.slice(run.nodes[2], gpu("gpu-0", "h100", "80Gi"))
+        subrequests = [
+            {"name": "h100", "deviceClassName": "h100.example.com", "allocationMode": "ExactCount", "count": 1},
+            {"name": "a100", "deviceClassName": "a100.example.com", "allocationMode": "ExactCount", "count": 1},
+        ]
+        await run.claim("gpu", {"name": "gpu", "firstAvailable": subrequests})
+        await run.pod("picky", {"gpu": "gpu"})
+        return {"node": await run.wait_bound("picky"), "claim": await run.allocation("gpu")}
+
+    outcomes = await compare(api_client, prefix, nodes3, scenario)
+    assert_same_outcomes(outcomes)
+    assert outcomes[OURS]["node"] == "n3"
+    assert outcomes[OURS]["claim"]["results"] == [
+        {"request": "gpu/h100", "driver": DRIVER, "pool": "n3", "device": "gpu-0"}
+    ]
+
+
 async def test_a_pod_waits_for_its_claim_and_a_class(
     kube_scheduler: ManagedProcess,
     pyscheduler: PySchedulerProcess,
