@@ -7,11 +7,13 @@ while one of its claims is not allocated and reserved for it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from scheduler.core.explain import explain_pod, render_text
+from scheduler.framework.interface import ConflictError
 from scheduler.framework.objects import DEVICE_TAINT_RULE, RESOURCE_CLAIM
 from scheduler.framework.types import parse_pod
 from scheduler.plugins.dynamic_resources.claims import allocation_results, claim_name
@@ -403,3 +405,87 @@ async def test_explain_names_what_holds_the_devices_and_proposes_fixes() -> None
         "ask for 1 device(s) in request gpu of claim default/two (the most some node has free)"
     ]
     assert expl.fixes[0].nodes == ["n2"]
+
+
+# --------------------------------------------------------------------------------------------- PreBind's writes
+
+
+class ConflictingWriter:
+    """A ClaimWriter over the in-memory cluster whose first `conflicts` status writes meet a concurrent change
+    (another writer bumps the claim just before, so the write carries a stale resourceVersion)."""
+
+    def __init__(self, env: Env, conflicts: int) -> None:
+        self.env = env
+        self.conflicts = conflicts
+        self.gets = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env.cluster, name)
+
+    async def get_resource_claim(self, namespace: str, name: str) -> JSON:
+        self.gets += 1
+        return await self.env.cluster.get_resource_claim(namespace, name)
+
+    async def update_resource_claim_status(self, claim: JSON) -> JSON:
+        if self.conflicts:
+            self.conflicts -= 1
+            stored = dict(claim_of(self.env, claim["metadata"]["name"]))
+            stored["metadata"] = {**stored["metadata"], "labels": {"touched": str(self.conflicts)}}
+            self.env.cluster.write_object(stored)  # someone else's update lands first
+        return await self.env.cluster.update_resource_claim_status(claim)
+
+
+@pytest.mark.parametrize(
+    ("conflicts", "bound"),
+    [pytest.param(1, True, id="one-conflict-retried"), pytest.param(5, False, id="five-conflicts-give-up")],
+)
+async def test_prebind_retries_a_conflict_from_a_fresh_copy(
+    monkeypatch: pytest.MonkeyPatch, conflicts: int, bound: bool
+) -> None:
+    """retry.DefaultRetry: after a 409 the claim is read again and written again, 5 attempts in all; then
+    the attempt fails with the API server's conflict message and nothing stays in flight."""
+    env = env3()
+    writer = ConflictingWriter(env, conflicts)
+    monkeypatch.setattr(type(env.scheduler.handle()), "claim_writer", property(lambda self: writer))
+    env.cluster.apply_object(make_claim("gpu").request("gpu", GPU).obj())
+    pod = env.pod(make_pod("p").claim("gpu"))
+    await env.scheduler.run_until_idle()  # one attempt (no clock to advance the backoff)
+    assert writer.gets == min(conflicts, 4)
+    if bound:
+        assert env.node_of(pod) == "n2" and devices(claim_of(env, "gpu")) == ["gpu-0"]
+        check_invariants(env)
+        return
+    assert env.node_of(pod) is None
+    assert env.message(pod) == (
+        'running PreBind plugin "DynamicResources": add allocation and reservation to claim default/gpu: '
+        'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "gpu": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+    assert env.scheduler.state_sizes()["dra_in_flight"] == 0
+    assert "allocation" not in (claim_of(env, "gpu").get("status") or {})
+
+
+async def test_prebind_refuses_a_claim_allocated_or_deleted_meanwhile() -> None:
+    """Between Reserve and PreBind another scheduler allocated the claim: PreBind fails (upstream's words),
+    the pod is retried and then uses the allocation it found."""
+    env = env3()
+    env.cluster.apply_object(make_claim("gpu").request("gpu", GPU).obj())
+    real = env.cluster.update_resource_claim
+
+    async def racing_update(claim: Mapping[str, Any]) -> JSON:
+        stored = claim_of(env, "gpu")
+        raced = make_claim("gpu").request("gpu", GPU).allocated("n2", ("gpu", GPU, "n2", "gpu-1")).obj()
+        raced["metadata"] = {**stored["metadata"], "finalizers": ["resource.kubernetes.io/delete-protection"]}
+        env.cluster.write_object({**raced, "kind": RESOURCE_CLAIM})
+        env.cluster.update_resource_claim = real  # type: ignore[method-assign]
+        raise ConflictError("the object has been modified")
+
+    env.cluster.update_resource_claim = racing_update  # type: ignore[method-assign]
+    pod = env.pod(make_pod("p").claim("gpu"))
+    await env.scheduler.run_until_idle()
+    assert env.message(pod) == (
+        'running PreBind plugin "DynamicResources": claim default/gpu got allocated elsewhere in the meantime'
+    )
+    await env.settle()
+    assert env.node_of(pod) == "n2" and devices(claim_of(env, "gpu")) == ["gpu-1"]
+    check_invariants(env)

@@ -217,15 +217,15 @@ def suggest_fixes(
     held: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
     unmatched: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
     for rejection in trace.rejections.values():
-        key = (rejection.claim, rejection.request)
+        request_key = (rejection.claim, rejection.request)
         if rejection.reason == "allocated":
-            held.setdefault(key, set()).add(rejection.device)
+            held.setdefault(request_key, set()).add(rejection.device)
         elif rejection.reason == "selector-false":
-            unmatched.setdefault(key, set()).add(rejection.device)
+            unmatched.setdefault(request_key, set()).add(rejection.device)
     for note in trace.requests:
         claim = claims.get(note.claim)
-        key = (note.claim, note.request)
-        usable = note.selectable - len(held.get(key, set()) - unmatched.get(key, set()))
+        request_key = (note.claim, note.request)
+        usable = note.selectable - len(held.get(request_key, set()) - unmatched.get(request_key, set()))
         if claim is None or usable >= note.wanted:
             continue
         if usable > 0:
