@@ -243,6 +243,21 @@ class SimulationResult:
             "preemptions": [p.to_json() for p in self.preemptions],
         }
 
+    def pending(self) -> list[Outcome]:
+        """The pods left Pending (not bound, not evicted by a preemption)."""
+        return [o for o in self.outcomes if o.node is None and o.preempted_by is None]
+
+    def other_schedulers(self) -> dict[str, int]:
+        """Pods without a node whose schedulerName no profile serves (nothing simulated them), by name."""
+        assert self.cluster is not None and self.scheduler is not None
+        out: dict[str, int] = {}
+        for obj in self.cluster.pods.values():
+            spec = obj.get("spec") or {}
+            name = str(spec.get("schedulerName") or "default-scheduler")
+            if not spec.get("nodeName") and name not in self.scheduler.profiles:
+                out[name] = out.get(name, 0) + 1
+        return out
+
     def explain(self, namespace: str, name: str) -> Explanation:
         """Explain one pod against the final state of the simulation."""
         assert self.cluster is not None and self.scheduler is not None
@@ -486,7 +501,7 @@ async def simulate_async(
                     track(pod)
                     cluster.apply_pod(pod)
         elif kind == "Pod":
-            stored = admit_pod(obj)  # what the API server stores on create (matchLabelKeys merged)
+            stored = admit_pod(obj, cluster.nodes)  # what the API server stores on create (matchLabelKeys merged)
             # Parsed by load_documents unless admission changed it (then it is a new object).
             info = parsed.get(id(obj)) if stored is obj else None
             obj = copy.deepcopy(obj) if stored is obj and not own_objects else stored

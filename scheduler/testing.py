@@ -196,6 +196,30 @@ class PodBuilder:
         self._spec["hostNetwork"] = True
         return self
 
+    def host_users(self, value: bool) -> PodBuilder:
+        """spec.hostUsers (false: the pod runs in a user namespace)."""
+        self._spec["hostUsers"] = value
+        return self
+
+    def restart_rule(self, action: str = "RestartAllContainers", exit_codes: tuple[int, ...] = (42,)) -> PodBuilder:
+        """A restartPolicyRules entry on the last container (ContainerRestartRules), exit codes In the list.
+
+        The API server wants the container's own restartPolicy with rules; it is set to Never when unset.
+        """
+        c = self._container()
+        c.setdefault("restartPolicy", "Never")
+        rule = {"action": action, "exitCodes": {"operator": "In", "values": list(exit_codes)}}
+        c.setdefault("restartPolicyRules", []).append(rule)
+        return self
+
+    def volume_mount(self, name: str, path: str, *bind_mount_options: str) -> PodBuilder:
+        """A volumeMounts entry on the last container, with bindMountOptions when given."""
+        mount: JSON = {"name": name, "mountPath": path}
+        if bind_mount_options:
+            mount["bindMountOptions"] = list(bind_mount_options)
+        self._container().setdefault("volumeMounts", []).append(mount)
+        return self
+
     def image(self, image: str) -> PodBuilder:
         self._container()["image"] = image
         return self
@@ -428,6 +452,11 @@ class NodeBuilder:
 
     def unschedulable(self, value: bool = True) -> NodeBuilder:
         self._obj["spec"]["unschedulable"] = value
+        return self
+
+    def declared_features(self, *features: str) -> NodeBuilder:
+        """status.declaredFeatures, sorted as the kubelet publishes them (upstream st.MakeNode().DeclaredFeatures)."""
+        self._obj["status"]["declaredFeatures"] = sorted(features)
         return self
 
     def image(self, name: str, size_bytes: int, *aliases: str) -> NodeBuilder:

@@ -772,3 +772,26 @@ def test_dra_example_places_every_gpu_once_and_explains_the_pod_left_out() -> No
     text = render_text(result.explain("ml", "eval"))
     assert "node-a: no ResourceSlice publishes devices for this node" in text
     assert f"device gpu.example.com/node-b/gpu-1: already allocated to claim {worker.devices[0].claim}" in text
+
+
+@pytest.mark.parametrize("pinned", [pytest.param(True, id="created-with-node-name"),
+                                    pytest.param(False, id="bound-by-the-scheduler")])
+def test_bound_pods_get_their_nodes_topology_labels(pinned: bool) -> None:
+    """PodTopologyLabelsAdmission (beta, on in v1.37): kube-apiserver copies the node's zone and region labels
+    onto a pod bound to it (seen on the test control plane for both ways of binding), so a later pod's
+    affinity to `topology.kubernetes.io/zone=z1` pods finds it; without the copy it would stay Pending."""
+    first = make_pod("first").labels(app="db")
+    first = first.node("a") if pinned else first.node_selector(**{"kubernetes.io/hostname": "a"})
+    follower = make_pod("follower").pod_affinity_term(
+        "podAffinity", "kubernetes.io/hostname", {"topology.kubernetes.io/zone": "z1", "app": "db"}
+    )
+    objects = [make_node("a").zone("z1", "r1").obj(), make_node("b").zone("z2", "r1").obj(), first.obj(),
+               follower.obj()]
+    if pinned:
+        objects[2]["status"] = {"phase": "Running"}
+    result = simulate(objects)
+    assert result.cluster is not None
+    stored = next(p for p in result.cluster.pods.values() if p["metadata"]["name"] == "first")
+    assert stored["metadata"]["labels"] == {"app": "db", "topology.kubernetes.io/zone": "z1",
+                                            "topology.kubernetes.io/region": "r1"}
+    assert _placements(result)["default/follower"] == "a"

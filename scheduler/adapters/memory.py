@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.adapters.memory_claims import ClaimWrites, ResourceClaimController, default_claim_spec
+from scheduler.admission import copy_topology_labels
 from scheduler.core.api import (
     ACTION_BINDING,
     ACTION_PREEMPTING,
@@ -213,6 +214,7 @@ class MemoryCluster:
         if spec.get("nodeName"):
             raise AlreadyBoundError(f'pod {pod.name} is already assigned to node "{spec["nodeName"]}"')
         spec["nodeName"] = node_name
+        copy_topology_labels(obj, self.nodes.get(node_name))  # PodTopologyLabels admission on pods/binding
         status = obj.setdefault("status", {})
         status["phase"] = "Pending"
         # The v1.37 API server clears the nomination on binding (ClearingNominatedNodeNameAfterBinding).

@@ -9,6 +9,8 @@ pyscheduler restarts (a newer pyscheduler that has the plugin then schedules it)
 An entry applies only while its plugin is missing from pyscheduler's registry and the pod's profile would
 run that plugin upstream (a configuration that disables it upstream-style opts out, as kube-scheduler
 would then ignore the field too). When a plugin lands, its entries stop applying; remove them then.
+docs/feature-gates.md says, for every feature gate v1.37.2 turns on, whether pyscheduler implements it or
+which entry here refuses the pods that need it.
 """
 
 from __future__ import annotations

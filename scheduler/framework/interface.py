@@ -86,6 +86,7 @@ class ActionType(Flag):
     UPDATE_NODE_TAINT = auto()
     UPDATE_NODE_CONDITION = auto()
     UPDATE_NODE_ANNOTATION = auto()
+    UPDATE_NODE_DECLARED_FEATURE = auto()  # status.declaredFeatures changed (NodeDeclaredFeatures)
     UPDATE_POD_LABEL = auto()
     UPDATE_POD_SCALE_DOWN = auto()
     UPDATE_POD_TOLERATION = auto()
@@ -97,6 +98,7 @@ class ActionType(Flag):
         | UPDATE_NODE_TAINT
         | UPDATE_NODE_CONDITION
         | UPDATE_NODE_ANNOTATION
+        | UPDATE_NODE_DECLARED_FEATURE
         | UPDATE_POD_LABEL
         | UPDATE_POD_SCALE_DOWN
         | UPDATE_POD_TOLERATION
@@ -318,8 +320,12 @@ class FixCandidate:
     The explain engine never trusts the proposal: it applies `pod` (to the pod) and/or `snapshot` (to the
     cluster's nodes) to copies, re-runs every PreFilter/Filter on every node, and reports the nodes that
     become feasible. Candidates with the same `key` are one change; of those, the one with the largest
-    `magnitude` is kept (e.g. the largest request that still fits somewhere). `data` is the change in
-    structured form for JSON (`{"toleration": {...}}`, `{"resource": "cpu", "request": "1500m"}`...).
+    `magnitude` is tried first (the smallest change: the largest request that still fits somewhere); the
+    others are the steps of a ladder ("cpu <= 1800m: 1 node; <= 500m: 3 nodes"), each labelled by `step`.
+    `data` is the change in structured form for JSON, applied literally (`{"toleration": {...}}`,
+    `{"resource": "cpu", "request": "1500m"}`...; docs/explain.md). `partial` says the change alone cannot
+    lift this plugin's rejection of the node (the node needs another of the plugin's proposals too), so the
+    engine keeps it for combinations only.
     """
 
     key: str
@@ -329,6 +335,8 @@ class FixCandidate:
     snapshot: Callable[[Snapshot], Snapshot] | None = None
     magnitude: float = 0.0
     data: Mapping[str, Any] = field(default_factory=dict)
+    step: str = ""
+    partial: bool = False
 
 
 class ExplainExtensions:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from scheduler import caching
+from scheduler.framework.declared_features import FeatureInferenceError, infer_for_scheduling, parse_declared_features
 from scheduler.framework.pod_resources import (
     ResourceListError,
     ResourceMap,
@@ -320,6 +321,9 @@ class PodInfo:
     preempted_by_scheduler: bool = False  # condition DisruptionTarget=True reason PreemptionByScheduler
     owner_uid: str = ""
     owner_api_version: str = ""
+    # Features the pod needs its node to declare (status.declaredFeatures), before the scheduler version's
+    # MaxVersion windows (NodeDeclaredFeatures applies them): empty for the usual pod.
+    inferred_features: frozenset[str] = frozenset()
     # What a node counts for this pod when it differs from (requests, non_zero_cpu, non_zero_memory): the
     # in-place resize status (allocated/actuated resources) and pod-level requests, as upstream's
     # PodInfo.CalculateResource. None for the usual pod, whose node accounting is its spec requests.
@@ -654,6 +658,9 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     for i, c in enumerate(containers):
         if not isinstance(c, dict):
             raise ParseError(f"spec.containers[{i}]: expected an object")
+    init_containers = spec.get("initContainers") or []
+    if not isinstance(init_containers, list) or not all(isinstance(c, dict) for c in init_containers):
+        raise ParseError("spec.initContainers: expected a list of objects")
     requests, nz_cpu, nz_mem = compute_pod_requests(spec)
     node_selector = spec.get("nodeSelector") or {}
     if not isinstance(node_selector, dict):
@@ -687,6 +694,10 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     if claims or status.get("extendedResourceClaimStatus"):
         claim_statuses, extended_claim = _claim_statuses(status)
     has_affinity, required_anti = _pod_affinity_flags(affinity)
+    try:
+        inferred_features = infer_for_scheduling(spec)
+    except FeatureInferenceError as exc:
+        raise ParseError(str(exc)) from exc
     container_requests = None
     if (spec.get("resources") or {}).get("requests"):
         container_requests = compute_pod_requests(spec, pod_level=False)
@@ -741,6 +752,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         preempted_by_scheduler=_preempted_by_scheduler(status),
         owner_uid=owner_uid,
         owner_api_version=owner_api_version,
+        inferred_features=inferred_features,
         accounted=accounted,
         container_requests=container_requests,
     )
@@ -762,6 +774,7 @@ class NodeRecord:
     images: dict[str, int] = field(default_factory=dict)  # image name as status.images lists it -> size in bytes
     zone: str = ""
     resource_version: str = ""
+    declared_features: frozenset[str] = frozenset()  # status.declaredFeatures (NodeDeclaredFeatures)
 
 
 def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
@@ -785,6 +798,10 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
             # Stored as listed (upstream normalizes only the pod's image names, so a node listing "nginx"
             # holds no "nginx:latest"); a name listed twice keeps its first size, as the cache's first add.
             images.setdefault(str(name), size)
+    try:
+        declared = parse_declared_features(status.get("declaredFeatures"))
+    except FeatureInferenceError as exc:
+        raise ParseError(str(exc)) from exc
     return NodeRecord(
         name=str(meta["name"]),
         labels=labels,
@@ -794,6 +811,7 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
         images=images,
         zone=zone_key(labels),
         resource_version=str(meta.get("resourceVersion") or ""),
+        declared_features=declared,
     )
 
 

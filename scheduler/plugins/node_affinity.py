@@ -47,6 +47,7 @@ from scheduler.framework.node_selector import (
 )
 from scheduler.framework.status import SKIP, Status, error_status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.yaml_flow import flow
 from scheduler.plugins.normalize import default_normalize_score
 
 NAME = "NodeAffinity"
@@ -230,6 +231,15 @@ def _without_selector_key(key: str) -> Callable[[PodInfo], PodInfo]:
     return drop
 
 
+def _requirement_text(expr: Any) -> str:
+    """One matchExpressions entry as its author wrote it: `kubernetes.io/arch In [arm64]`."""
+    if not isinstance(expr, Mapping):
+        return flow(expr)
+    values = expr.get("values")
+    text = f"{expr.get('key')} {expr.get('operator')}"
+    return f"{text} {flow(list(values))}" if isinstance(values, list) and values else text
+
+
 def _without_requirement(term: int, expr: int, whole: bool) -> Callable[[PodInfo], PodInfo]:
     """A pod transform for a what-if fix: required node affinity without one requirement (or at all)."""
 
@@ -386,12 +396,34 @@ class NodeAffinity(
         return default_normalize_score(MAX_NODE_SCORE, False, scores)
 
     def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
-        """Drop a nodeSelector key, or one requirement of a required affinity term, that this node fails
-        (scheduler-enforced addedAffinity and matchFields pins are not the pod's to change)."""
+        """Drop a nodeSelector key, or one requirement of a required affinity term, that this node fails, or
+        the whole required affinity when no smaller change can match (dropping a term's only requirement
+        would leave an empty term, which matches nothing). Scheduler-enforced addedAffinity and matchFields
+        pins are not the pod's to change."""
         record = node.node
-        if record is None:
+        if record is None or ERR_REASON_ENFORCED in status.reasons:
             return []
         labels = record.labels
+        failing_keys = [(k, v) for k, v in sorted(pod.node_selector.items()) if labels.get(k) != v]
+        node_affinity = _node_affinity(pod.affinity)
+        required = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
+        terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+        terms = terms if isinstance(terms, list) else []
+        # Per term that could be relaxed: the indexes of its requirements this node fails.
+        failing: list[tuple[int, list[int], int]] = []
+        affinity_matches = not terms
+        for i, term in enumerate(terms):
+            if not isinstance(term, Mapping) or term.get("matchFields"):
+                continue
+            exprs = term.get("matchExpressions") or []
+            misses = []
+            for j, expr in enumerate(exprs):
+                check, _ = compile_term({"matchExpressions": [expr]}, "")
+                if check is None or not check(labels, node.name):
+                    misses.append(j)
+            if exprs and not misses:
+                affinity_matches = True
+            failing.append((i, misses, len(exprs)))
         out = [
             FixCandidate(
                 key=f"drop-selector:{key}",
@@ -399,38 +431,45 @@ class NodeAffinity(
                 description=f"drop nodeSelector {key}={value}",
                 pod=_without_selector_key(key),
                 data={"nodeSelector": {key: value}},
+                partial=len(failing_keys) > 1 or not affinity_matches,
             )
-            for key, value in sorted(pod.node_selector.items())
-            if labels.get(key) != value
+            for key, value in failing_keys
         ]
-        node_affinity = _node_affinity(pod.affinity)
-        required = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
-        terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
-        if not isinstance(terms, list):
+        if affinity_matches:
             return out
-        for i, term in enumerate(terms):
-            if not isinstance(term, Mapping) or term.get("matchFields"):
+        single = False  # some term matches once one requirement is dropped
+        for i, misses, size in failing:
+            if not misses or size == 1:  # a term's only requirement: dropping it leaves an empty term
                 continue
-            exprs = term.get("matchExpressions") or []
-            for j, expr in enumerate(exprs):
-                check, _ = compile_term({"matchExpressions": [expr]}, "")
-                if check is None or check(labels, node.name):
-                    continue
-                text = f"{expr.get('key')} {expr.get('operator')} {list(expr.get('values') or [])}"
-                whole = len(exprs) == 1 and len(terms) == 1
+            single |= len(misses) == 1
+            for j in misses:
+                expr = terms[i]["matchExpressions"][j]
                 out.append(
                     FixCandidate(
                         key=f"relax-affinity:{i}:{j}",
                         kind="relax-node-affinity",
-                        description=(
-                            f"drop the required node affinity ({text})"
-                            if whole
-                            else f"drop requirement {text} from required node affinity term {i + 1}"
-                        ),
-                        pod=_without_requirement(i, j, whole),
+                        description=f"drop requirement {_requirement_text(expr)} from required node affinity "
+                        f"term {i + 1}",
+                        pod=_without_requirement(i, j, False),
                         data={"term": i, "requirement": dict(expr)},
+                        partial=len(misses) > 1 or bool(failing_keys),
                     )
                 )
+        if not single and len(failing) == len(terms) and isinstance(required, Mapping):
+            summary = " or ".join(
+                ", ".join(_requirement_text(e) for e in terms[i].get("matchExpressions") or []) or "{}"
+                for i, _, _ in failing
+            )
+            out.append(
+                FixCandidate(
+                    key="drop-affinity",
+                    kind="drop-node-affinity",
+                    description=f"drop the required node affinity ({summary})",
+                    pod=_without_requirement(0, 0, True),
+                    data={REQUIRED_KEY: copy.deepcopy(dict(required))},
+                    partial=bool(failing_keys),
+                )
+            )
         return out
 
     def events_to_register(self) -> list[ClusterEvent]:

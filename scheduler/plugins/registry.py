@@ -25,6 +25,7 @@ from scheduler.plugins import (
     image_locality,
     inter_pod_affinity,
     node_affinity,
+    node_declared_features,
     node_name,
     node_ports,
     node_resources_balanced_allocation,
@@ -88,6 +89,7 @@ REGISTRY: dict[str, PluginSpec] = {
     ),
     image_locality.NAME: _no_args(image_locality.ImageLocality, image_locality.new),
     default_binder.NAME: _no_args(default_binder.DefaultBinder, default_binder.new),
+    node_declared_features.NAME: _no_args(node_declared_features.NodeDeclaredFeatures, node_declared_features.new),
 }
 
 POINT_CLASSES: dict[ExtensionPoint, type[Plugin]] = {

@@ -48,6 +48,7 @@ IMPLEMENTS: dict[str, frozenset[str]] = {
     "NodeResourcesBalancedAllocation": frozenset({"pre_score", "score"}),
     "ImageLocality": frozenset({"score"}),
     "DefaultBinder": frozenset({"bind"}),
+    "NodeDeclaredFeatures": frozenset({"pre_filter", "filter"}),
     "CustomScore": frozenset({"score"}),
     "CustomFilter": frozenset({"filter"}),
     "OtherSort": frozenset({"queue_sort"}),
@@ -562,6 +563,7 @@ def test_default_multi_point_order_and_weights() -> None:
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("DefaultBinder", None),
+        ("NodeDeclaredFeatures", None),
     ]
 
 
@@ -718,6 +720,7 @@ DEFAULT_EXPANSION: dict[str, list[tuple[str, int | None]]] = {
         ("PodTopologySpread", None),
         ("InterPodAffinity", None),
         ("DynamicResources", None),
+        ("NodeDeclaredFeatures", None),
     ],
     "filter": [
         ("NodeName", None),
@@ -733,6 +736,7 @@ DEFAULT_EXPANSION: dict[str, list[tuple[str, int | None]]] = {
         ("PodTopologySpread", None),
         ("InterPodAffinity", None),
         ("DynamicResources", None),
+        ("NodeDeclaredFeatures", None),
     ],
     "post_filter": [("DynamicResources", None), ("DefaultPreemption", None)],
     "pre_score": [
@@ -834,6 +838,7 @@ MERGE_CASES = [
             ("PodTopologySpread", None),
             ("InterPodAffinity", None),
             ("DynamicResources", None),
+            ("NodeDeclaredFeatures", None),
         ],
         id="multipoint-disabled-removes-everywhere",
     ),
@@ -971,6 +976,7 @@ MERGE_CASES = [
             ("PodTopologySpread", None),
             ("InterPodAffinity", None),
             ("DynamicResources", None),
+            ("NodeDeclaredFeatures", None),
             ("CustomFilter", None),
         ],
         id="override-first-then-multipoint-then-new",

@@ -15,7 +15,7 @@ from scheduler.adapters.memory import MemoryCluster
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_config
 from scheduler.core.clock import FakeClock
-from scheduler.core.explain import explain_pod
+from scheduler.core.explain import explain_pod, render_text
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.observer import Observer
@@ -285,3 +285,26 @@ async def test_explain_shows_the_out_of_tree_score() -> None:
     assert expl.best == ["n3"]
     scores = {v.node: dict(v.scores)["Recorder"] for v in expl.nodes}
     assert scores == {"n1": 0, "n2": 0, "n3": 500}
+
+
+@pytest.mark.parametrize("point", [pytest.param("PreFilter", id="pre-filter"), pytest.param("Filter", id="filter")])
+async def test_explain_shows_a_plugin_error_as_an_error(point: str) -> None:
+    """Issue 21: a plugin that raises fails the cycle. Explain says so with the scheduler's own message (the
+    FailedScheduling note the pod got), and runs no preemption dry run and no fix search after it."""
+    env = Env(config(RECORDER_EVERYWHERE))
+    bad = make_pod("bad").label("raise", point)
+    obj = bad.obj()
+    env.cluster.apply_pod(obj)
+    await env.settle()
+    cond = env.cluster.conditions[obj["metadata"]["uid"]]
+    assert cond.reason == "SchedulerError"
+    expl = explain_pod(env.scheduler.profiles["pyscheduler"], bad.info(), env.scheduler.cache.fresh_snapshot())
+    assert expl.error is not None and expl.error.plugin == "Recorder"
+    assert expl.message == cond.message
+    assert expl.preemption is None and expl.fixes == []
+    doc = expl.to_json()
+    assert doc["error"] == {"plugin": "Recorder", "message": cond.message}
+    text = render_text(expl)
+    assert "Error: plugin Recorder failed, so the whole scheduling cycle fails" in text
+    assert f"  {cond.message}" in text.splitlines()
+    assert "Preemption" not in text and "What would make it fit" not in text

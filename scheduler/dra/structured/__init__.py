@@ -9,7 +9,8 @@ DynamicResources plugin makes one Allocator per pod (PreFilter) and asks it per 
 Which devices it picks is upstream's choice for the same inputs (they end up in the claim's status).
 """
 
-from scheduler.dra.structured.allocator import Allocator, kobj, new_allocator, tolerates
+from scheduler.dra.structured.allocator import Allocator, new_allocator
+from scheduler.dra.structured.claims import kobj, tolerates
 from scheduler.dra.structured.pools import node_matches
 from scheduler.dra.structured.trace import AllocationTrace, DeviceRejection, PoolNote, RequestNote
 from scheduler.dra.structured.types import (

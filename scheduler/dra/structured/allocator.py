@@ -14,7 +14,6 @@ per (expression, device) while the slice object lives.
 
 from __future__ import annotations
 
-import importlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -22,10 +21,13 @@ from fractions import Fraction
 from typing import Any
 
 from scheduler import caching
+from scheduler.dra.cel import CelRuntimeError, enhance_runtime_error, prepare_device
 from scheduler.dra.structured import trace as reasons
-from scheduler.dra.structured.capacity import CapacityError, Qty, consumed_by_request, parse_qty, request_fits
+from scheduler.dra.structured.capacity import CapacityError, Qty, consumed_by_request, request_fits
+from scheduler.dra.structured.claims import Claim, ClassInfo, Request, RequestData, untolerated_taint
 from scheduler.dra.structured.constraints import Constraint, DistinctAttribute, MatchAttribute
 from scheduler.dra.structured.pools import CounterSets, Pool, PoolID, Slice, SliceDevice, SliceSet, slice_set
+from scheduler.dra.structured.results import DeviceResult, allocation_result
 from scheduler.dra.structured.trace import AllocationTrace, PoolNote, RequestNote
 from scheduler.dra.structured.types import (
     ALLOCATION_RESULTS_MAX_SIZE,
@@ -40,186 +42,24 @@ from scheduler.dra.structured.types import (
     Features,
     NodeView,
 )
-from scheduler.framework.quantity import QuantityError
 
 MODE_EXACT_COUNT = "ExactCount"
 MODE_ALL = "All"
-SOURCE_CLASS = "FromClass"
-SOURCE_CLAIM = "FromClaim"
-TAINT_EFFECTS_PREVENTING = frozenset({"NoSchedule", "NoExecute"})
-_NO_SUCH_KEY_HINT = (
-    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
-    "for optional fields"
-)
 _CEL_MEMO_LIMIT = 64  # distinct expressions remembered per device before its memo starts over
 
 
 def _prepare_device(driver: str, raw: Mapping[str, Any]) -> Any:
     """The CEL input of a device (a seam: tests replaying upstream's CEL answers swap it)."""
-    return importlib.import_module("scheduler.dra.cel").prepare_device(driver, raw)
+    return prepare_device(driver, raw)
 
 
 def _cel_runtime_error() -> type[Exception]:
-    """scheduler.dra.cel.CelRuntimeError (a seam, like _prepare_device)."""
-    error: type[Exception] = importlib.import_module("scheduler.dra.cel").CelRuntimeError
-    return error
-
-
-def enhance_runtime_error(message: str) -> str:
-    """cel.EnhanceRuntimeError: a hint for "no such key" errors."""
-    return message + _NO_SUCH_KEY_HINT if "no such key:" in message else message
-
-
-def kobj(obj: Mapping[str, Any]) -> str:
-    """klog.KObj: "namespace/name", or "name" without a namespace."""
-    meta = obj.get("metadata") or {}
-    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
-    return f"{namespace}/{name}" if namespace else name
+    """The exception CEL evaluation raises (a seam, like _prepare_device)."""
+    return CelRuntimeError
 
 
 class _MaxSizeExceeded(Exception):
     """errAllocationResultMaxSizeExceeded: a claim would get more than 32 devices on this path."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Claims, parsed once per claim object and Allocator
-
-
-class _Request:
-    """requestAccessor: an ExactDeviceRequest or a DeviceSubRequest."""
-
-    __slots__ = (
-        "admin_access",
-        "capacity_requests",
-        "capacity_set",
-        "class_name",
-        "count",
-        "has_admin_access",
-        "has_derived",
-        "mode",
-        "name",
-        "selectors",
-        "tolerations",
-    )
-
-    def __init__(self, name: str, raw: Mapping[str, Any], sub: bool, claim: str) -> None:
-        self.name = name
-        self.class_name = str(raw.get("deviceClassName") or "")
-        self.mode = str(raw.get("allocationMode") or "")
-        count = raw.get("count")
-        self.count = count if isinstance(count, int) and not isinstance(count, bool) else 0
-        admin = None if sub else raw.get("adminAccess")
-        self.has_admin_access = admin is not None
-        self.admin_access = admin is True
-        selectors = raw.get("selectors")
-        self.selectors: list[Any] = selectors if isinstance(selectors, list) else []
-        tolerations = raw.get("tolerations")
-        self.tolerations: list[Mapping[str, Any]] = (
-            [t for t in tolerations if isinstance(t, Mapping)] if isinstance(tolerations, list) else []
-        )
-        self.has_derived = bool(raw.get("derivedAttributes"))
-        capacity = raw.get("capacity")
-        self.capacity_set = capacity is not None
-        self.capacity_requests: dict[str, Qty] | None = None
-        if isinstance(capacity, Mapping) and isinstance(capacity.get("requests"), Mapping):
-            try:
-                self.capacity_requests = {str(k): parse_qty(v) for k, v in capacity["requests"].items()}
-            except QuantityError as err:
-                raise AllocationError(f"claim {claim}, request {name}: capacity requests: {err}") from None
-
-
-class _ClaimRequest:
-    """One spec.devices.requests[] entry: exactly, or firstAvailable subrequests."""
-
-    __slots__ = ("exact", "name", "subs")
-
-    def __init__(self, raw: Mapping[str, Any], claim: str) -> None:
-        self.name = str(raw.get("name") or "")
-        exact = raw.get("exactly")
-        self.exact = _Request(self.name, exact, False, claim) if isinstance(exact, Mapping) else None
-        subs = raw.get("firstAvailable")
-        self.subs = [
-            _Request(str(s.get("name") or ""), s, True, claim)
-            for s in (subs if isinstance(subs, list) else [])
-            if isinstance(s, Mapping)
-        ]
-
-
-class _Claim:
-    """A ResourceClaim's spec.devices as the allocator reads it."""
-
-    __slots__ = ("configs", "constraints", "key", "name", "raw", "requests")
-
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.raw = raw
-        self.key = kobj(raw)
-        self.name = str((raw.get("metadata") or {}).get("name") or "")
-        spec = raw.get("spec") or {}
-        devices = spec.get("devices") if isinstance(spec, Mapping) else None
-        devices = devices if isinstance(devices, Mapping) else {}
-        requests = devices.get("requests")
-        requests = requests if isinstance(requests, list) else []
-        self.requests = [_ClaimRequest(r, self.key) for r in requests if isinstance(r, Mapping)]
-        constraints = devices.get("constraints")
-        self.constraints: list[Any] = constraints if isinstance(constraints, list) else []
-        configs = devices.get("config")
-        self.configs: list[Mapping[str, Any]] = (
-            [c for c in configs if isinstance(c, Mapping)] if isinstance(configs, list) else []
-        )
-
-
-class _RequestData:
-    """requestData: one request or subrequest of one claim, validated for this node."""
-
-    __slots__ = (
-        "all_devices",
-        "base_name",
-        "class_name",
-        "class_selectors",
-        "cls",
-        "full_name",
-        "matches",
-        "num_devices",
-        "parent",
-        "request",
-        "selected_sub",
-        "sub_name",
-    )
-
-    def __init__(self, request: _Request, parent: str | None) -> None:
-        self.request = request
-        self.parent = parent
-        self.base_name = parent if parent is not None else request.name
-        self.sub_name = request.name if parent is not None else ""
-        self.full_name = f"{parent}/{request.name}" if parent is not None else request.name
-        self.cls: Mapping[str, Any] | None = None
-        self.class_name = ""
-        self.class_selectors: list[Any] = []
-        self.num_devices = 0
-        self.selected_sub = 0
-        self.all_devices: list[tuple[SliceDevice, Slice, Pool]] = []
-        self.matches: dict[SliceDevice, bool] = {}
-
-
-class _Result:
-    """internalDeviceResult: one device picked for one request."""
-
-    __slots__ = ("admin", "consumed", "device", "rd", "share_id", "slice")
-
-    def __init__(
-        self,
-        rd: _RequestData,
-        device: SliceDevice,
-        sl: Slice,
-        share_id: str | None,
-        consumed: dict[str, Qty] | None,
-    ) -> None:
-        self.rd = rd
-        self.device = device
-        self.slice = sl
-        self.share_id = share_id
-        self.consumed = consumed
-        self.admin = rd.request.admin_access
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -263,16 +103,37 @@ class Allocator:
         self.shared_devices = {shared[:3] for shared in allocated.allocated_shared_device_ids}
         self.available_counters: dict[PoolID, CounterSets] = {}
         self.num_allocate_one_invocations = 0
-        self._claims: dict[int, _Claim] = {}
+        self._claims: dict[int, Claim] = {}
+        self._classes: dict[str, ClassInfo] = {}
+        self.pools_cache = slices.pools_cache(features)
         self.new_share_id: Callable[[], str] = lambda: str(uuid.uuid4())
         self.cel_runtime_error = _cel_runtime_error()
 
-    def parsed_claim(self, raw: Mapping[str, Any]) -> _Claim:
+    def parsed_claim(self, raw: Mapping[str, Any]) -> Claim:
+        if not isinstance(raw, Mapping):
+            raise AllocationError(f"resource claim {raw!r:.80}: not an object")
         claim = self._claims.get(id(raw))
         if claim is None or claim.raw is not raw:
-            claim = _Claim(raw)
+            claim = Claim(raw)
             self._claims[id(raw)] = claim
         return claim
+
+    def class_info(self, claim: Claim, request: Request) -> ClassInfo:
+        """The request's DeviceClass, asked of the lister on every call as upstream does."""
+        raw = self.classes.get(request.class_name)
+        if raw is not None and not isinstance(raw, Mapping):
+            raise AllocationError(
+                f"claim {claim.key}, request {request.name}: device class {request.class_name}: not an object"
+            )
+        if raw is None:
+            raise AllocationError(
+                f"claim {claim.key}, request {request.name}: could not retrieve device class {request.class_name}: "
+                f'deviceclass.resource.k8s.io "{request.class_name}" not found'
+            )
+        info = self._classes.get(request.class_name)
+        if info is None or info.raw is not raw:
+            info = self._classes[request.class_name] = ClassInfo(raw)
+        return info
 
     def is_allocated(self, device: DeviceID) -> bool:
         """IsDeviceAllocated, with the shared devices looked up in a set."""
@@ -312,9 +173,9 @@ class _Search:
         self.trace = trace
         self.deadline = deadline
         self.pools: list[Pool] = []
-        self.request_data: dict[tuple[int, int, int], _RequestData] = {}
+        self.request_data: dict[tuple[int, int, int], RequestData] = {}
         self.constraints: list[list[Constraint]] = [[] for _ in claims]
-        self.results: list[list[_Result]] = [[] for _ in claims]
+        self.results: list[list[DeviceResult]] = [[] for _ in claims]
         self.allocating: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.consumed_counters: dict[PoolID, CounterSets] = {}
@@ -326,7 +187,7 @@ class _Search:
         if trace is not None:
             trace.node = self.node.name
             trace.slices_for_node = len(owner.slices.on_node.get(self.node.name, ())) + len(owner.slices.shared)
-        pools = self.pools = owner.slices.pools_for(self.node, features)
+        pools = self.pools = owner.slices.pools_for(self.node, features, owner.pools_cache)
         if trace is not None:
             for pool in pools:
                 if pool.incomplete or pool.invalid:
@@ -354,7 +215,7 @@ class _Search:
                 if req.subs:
                     min_per_request = -1
                     for si, sub in enumerate(req.subs):
-                        rd = self._validate(ci, sub, req.name)
+                        rd = self._validate(ci, sub)
                         self.request_data[(ci, ri, si)] = rd
                         if min_per_request < 0 or rd.num_devices < min_per_request:
                             min_per_request = rd.num_devices
@@ -364,7 +225,7 @@ class _Search:
                             f"claim {claim.key}, request {req.name}: missing device class name (unsupported "
                             "request type?)"
                         )
-                    rd = self._validate(ci, req.exact, None)
+                    rd = self._validate(ci, req.exact)
                     self.request_data[(ci, ri, 0)] = rd
                     min_per_request = rd.num_devices
                 if min_per_request > ALLOCATION_RESULTS_MAX_SIZE - min_per_claim:
@@ -386,9 +247,12 @@ class _Search:
             if any(pool.invalid for pool in pools):
                 raise FailedAllocationOnNode("invalid resource pools were encountered")
             return None
-        return [self._result(ci) for ci in range(len(self.claims))]
+        node, data, features = self.node.name, self.request_data, self.features
+        return [
+            allocation_result(claim, self.results[ci], data, ci, features, node) for ci, claim in enumerate(self.claims)
+        ]
 
-    def _constraints(self, claim: _Claim) -> list[Constraint]:
+    def _constraints(self, claim: Claim) -> list[Constraint]:
         constraints: list[Constraint] = []
         for i, raw in enumerate(claim.constraints):
             raw = raw if isinstance(raw, Mapping) else {}
@@ -404,10 +268,9 @@ class _Search:
                 )
         return constraints
 
-    def _validate(self, ci: int, request: _Request, parent: str | None) -> _RequestData:
+    def _validate(self, ci: int, request: Request) -> RequestData:
         """validateDeviceRequest: the class, the number of devices, and for "All" which ones."""
         claim = self.claims[ci]
-        rd = _RequestData(request, parent)
         if request.has_derived:
             raise AllocationError(
                 f"claim {claim.key}, request {request.name}: cannot handle request with derived attributes, the "
@@ -427,17 +290,7 @@ class _Search:
             raise AllocationError(
                 f"claim {claim.key}, request {request.name}: missing device class name (unsupported request type?)"
             )
-        cls = self.owner.classes.get(request.class_name)
-        if cls is None:
-            raise AllocationError(
-                f"claim {claim.key}, request {request.name}: could not retrieve device class {request.class_name}: "
-                f'deviceclass.resource.k8s.io "{request.class_name}" not found'
-            )
-        rd.cls = cls
-        rd.class_name = kobj(cls)
-        spec = cls.get("spec") or {}
-        selectors = spec.get("selectors") if isinstance(spec, Mapping) else None
-        rd.class_selectors = selectors if isinstance(selectors, list) else []
+        rd = RequestData(request, self.owner.class_info(claim, request))
         if request.mode == MODE_EXACT_COUNT:
             rd.num_devices = request.count
         elif request.mode == MODE_ALL:
@@ -461,7 +314,8 @@ class _Search:
                             # Static capacity only: what others consume is checked when allocating, so a
                             # matching device that is full stays in the list and makes "All" fail.
                             try:
-                                fits = request_fits({}, request.capacity_requests, device.capacity, {}, fractional)
+                                wanted = request.capacity_requests
+                                fits = request_fits({}, wanted, device.capacity, {}, fractional, device.capacity_plain)
                             except CapacityError as err:
                                 raise AllocationError(
                                     f"claim {claim.key}, request {request.name}: checking capacity for device "
@@ -477,27 +331,27 @@ class _Search:
 
     # -- selectors ---------------------------------------------------------------------------------------
 
-    def _is_selectable(self, ci: int, rd: _RequestData, sl: Slice, device: SliceDevice) -> bool:
+    def _is_selectable(self, ci: int, rd: RequestData, sl: Slice, device: SliceDevice) -> bool:
         """isSelectable: class selectors, request selectors and per-device node selection."""
         if not self.features.device_binding_and_status and device.binding_conditions:
             if self.trace is not None:
                 self._reject(ci, rd, device, reasons.BINDING_CONDITIONS_DISABLED)
             return False
-        hit = rd.matches.get(device)
-        if hit is not None:
-            return hit
-        match = self._selectors_match(ci, rd, device, rd.class_selectors, True) and self._selectors_match(
-            ci, rd, device, rd.request.selectors, False
-        )
+        match = rd.matches.get(device)
+        if match is None or (not match and self.trace is not None):  # the trace wants to know which one
+            match = self._selectors_match(ci, rd, device, rd.class_selectors, True) and self._selectors_match(
+                ci, rd, device, rd.request.selectors, False
+            )
+            if caching.ENABLED:
+                rd.matches[device] = match
         if match and sl.per_device_node_selection and not device.selection.matches(self.node):
             if self.trace is not None:
                 self._reject(ci, rd, device, reasons.NODE_SELECTION)
-            match = False
-        rd.matches[device] = match
+            return False
         return match
 
     def _selectors_match(
-        self, ci: int, rd: _RequestData, device: SliceDevice, selectors: list[Any], of_class: bool
+        self, ci: int, rd: RequestData, device: SliceDevice, selectors: list[Any], of_class: bool
     ) -> bool:
         owner = self.owner
         for i, selector in enumerate(selectors):
@@ -539,7 +393,7 @@ class _Search:
             )
         return True
 
-    def _where(self, ci: int, rd: _RequestData, of_class: bool) -> str:
+    def _where(self, ci: int, rd: RequestData, of_class: bool) -> str:
         """Whose selector failed, as upstream's errors name it."""
         return f"class {rd.class_name}" if of_class else f"claim {self.claims[ci].key}"
 
@@ -654,7 +508,7 @@ class _Search:
                     undo()
         return False
 
-    def _capacity_fits(self, ci: int, rd: _RequestData, device: SliceDevice, verb: str) -> bool:
+    def _capacity_fits(self, ci: int, rd: RequestData, device: SliceDevice, verb: str) -> bool:
         """CmpRequestOverCapacity against what allocated and allocating shares consume of the device."""
         device_id = device.id
         consumed = self.owner.allocated.aggregated_capacity.get(device_id) or {}
@@ -665,6 +519,7 @@ class _Search:
                 device.capacity,
                 self.allocating_capacity.get(device_id),
                 self.features.fractional_capacity_range,
+                device.capacity_plain,
             )
         except CapacityError as err:
             driver, pool, name = device_id
@@ -674,7 +529,7 @@ class _Search:
             ) from None
 
     def _allocate_device(
-        self, ci: int, rd: _RequestData, device: SliceDevice, sl: Slice, pool: Pool, must: bool
+        self, ci: int, rd: RequestData, device: SliceDevice, sl: Slice, pool: Pool, must: bool
     ) -> Callable[[], None] | None:
         """allocateDevice: take the (selectable) device if it is free, tolerated and fits the constraints and
         counters; returns the undo for backtracking, or None when it cannot be taken."""
@@ -706,7 +561,7 @@ class _Search:
             counters_reserved = True
 
         if features.device_taints:
-            taint = _untolerated_taint(device, request)
+            taint = untolerated_taint(device, request)
             if taint is not None:
                 if counters_reserved:
                     self._release_counters(device, pool)
@@ -784,7 +639,7 @@ class _Search:
                 capacity_inserted = True
 
         results = self.results[ci]
-        results.append(_Result(rd, device, sl, share_id, consumed if consumed else None))
+        results.append(DeviceResult(rd, device, sl, share_id, consumed if consumed else None))
 
         def undo() -> None:
             results.pop()
@@ -858,108 +713,9 @@ class _Search:
             for counter, amount in counters.items():
                 counter_set[counter] -= amount
 
-    # -- results -----------------------------------------------------------------------------------------
-
-    def _result(self, ci: int) -> dict[str, Any]:
-        """The AllocationResult of one claim: devices.results, devices.config and nodeSelector."""
-        claim = self.claims[ci]
-        binding = self.features.device_binding_and_status
-        results: list[dict[str, Any]] = []
-        for res in self.results[ci]:
-            driver, pool, name = res.device.id
-            entry: dict[str, Any] = {"request": res.rd.full_name, "driver": driver, "pool": pool, "device": name}
-            if res.admin:
-                entry["adminAccess"] = True
-            if res.rd.request.tolerations:
-                entry["tolerations"] = [dict(t) for t in res.rd.request.tolerations]
-            if binding:
-                if res.device.binding_conditions:
-                    entry["bindingConditions"] = list(res.device.binding_conditions)
-                if res.device.binding_failure_conditions:
-                    entry["bindingFailureConditions"] = list(res.device.binding_failure_conditions)
-            if res.share_id is not None:
-                entry["shareID"] = res.share_id
-            if res.consumed:
-                entry["consumedCapacity"] = {k: str(v) for k, v in res.consumed.items()}
-            results.append(entry)
-        devices: dict[str, Any] = {}
-        if results:
-            devices["results"] = results
-        config = self._configs(ci, claim)
-        if config:
-            devices["config"] = config
-        allocation: dict[str, Any] = {"devices": devices}
-        try:
-            selector = _node_selector(self.results[ci], self.node.name)
-        except AllocationError as err:
-            raise AllocationError(f"create NodeSelector for claim {claim.name}: {err}") from None
-        if selector is not None:
-            allocation["nodeSelector"] = selector
-        return allocation
-
-    def _selected(self, ci: int, ri: int) -> _RequestData:
-        """The request data of a request, or of the subrequest that was chosen for it."""
-        rd = self.request_data[(ci, ri, 0)]
-        if rd.parent is not None:
-            rd = self.request_data[(ci, ri, rd.selected_sub)]
-        return rd
-
-    def _configs(self, ci: int, claim: _Claim) -> list[dict[str, Any]]:
-        """Class configs once per class (naming every request that uses the class), then claim configs that
-        apply to an allocated request; a config naming every request names none ("applies to all")."""
-        import copy
-
-        config: list[dict[str, Any]] = []
-        class_ranges: dict[str, tuple[int, int]] = {}
-        for ri in range(len(claim.requests)):
-            rd = self._selected(ci, ri)
-            if rd.cls is None:
-                continue
-            known = class_ranges.get(rd.class_name)
-            if known is not None:
-                for i in range(*known):
-                    config[i]["requests"].append(rd.full_name)
-                continue
-            start = len(config)
-            spec = rd.cls.get("spec") or {}
-            for class_config in spec.get("config") or ():
-                entry = {"source": SOURCE_CLASS, "requests": [rd.full_name]}
-                entry.update({k: copy.deepcopy(v) for k, v in class_config.items()})
-                config.append(entry)
-            class_ranges[rd.class_name] = (start, len(config))
-        for claim_config in claim.configs:
-            names = claim_config.get("requests")
-            names = list(names) if isinstance(names, list) else []
-            if not names:
-                entry = {"source": SOURCE_CLAIM}
-                entry.update({k: copy.deepcopy(v) for k, v in claim_config.items() if k != "requests"})
-                config.append(entry)
-                continue
-            for ri, req in enumerate(claim.requests):
-                rd = self.request_data[(ci, ri, 0)]
-                if req.name in names or (rd.parent is not None and self._selected(ci, ri).full_name in names):
-                    entry = {"source": SOURCE_CLAIM, "requests": list(names)}
-                    entry.update({k: copy.deepcopy(v) for k, v in claim_config.items() if k != "requests"})
-                    config.append(entry)
-                    break
-        for entry in config:
-            names = entry.get("requests")
-            if not names:
-                continue
-            for ri, req in enumerate(claim.requests):
-                if req.name in names:
-                    continue
-                rd = self.request_data[(ci, ri, 0)]
-                if rd.parent is not None and self._selected(ci, ri).full_name in names:
-                    continue
-                break
-            else:
-                del entry["requests"]
-        return config
-
     # -- trace -------------------------------------------------------------------------------------------
 
-    def _reject(self, ci: int, rd: _RequestData, device: SliceDevice, reason: str, detail: str = "") -> None:
+    def _reject(self, ci: int, rd: RequestData, device: SliceDevice, reason: str, detail: str = "") -> None:
         assert self.trace is not None
         self.trace.reject(self.claims[ci].key, rd.full_name, device.id, reason, detail)
 
@@ -981,64 +737,3 @@ class _Search:
             trace.requests.append(RequestNote(self.claims[ci].key, rd.full_name, wanted, selectable))
 
 
-def _untolerated_taint(device: SliceDevice, request: _Request) -> Mapping[str, Any] | None:
-    """taintPreventsAllocation: the first NoSchedule/NoExecute taint no toleration of the request tolerates."""
-    for taint in device.taints:
-        if taint.get("effect") not in TAINT_EFFECTS_PREVENTING:
-            continue  # None and unknown effects do not prevent allocation
-        if not any(tolerates(t, taint) for t in request.tolerations):
-            return taint
-    return None
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """resourceclaim.ToleratesTaint (the caller checks the effect is one that matters)."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != (taint.get("key") or ""):
-        return False
-    operator = toleration.get("operator") or ""
-    if operator in ("", "Equal"):
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return operator == "Exists"
-
-
-def _requirement_key(req: Mapping[str, Any]) -> tuple[Any, Any, frozenset[str]]:
-    return req.get("key"), req.get("operator"), frozenset(req.get("values") or ())
-
-
-def _node_selector(results: list[_Result], node_name: str) -> dict[str, Any] | None:
-    """createNodeSelector: the node alone if any device is local to it (or binds to it), else the union of
-    the one-term selectors of the slices/devices, else None (available everywhere)."""
-    fields: list[dict[str, Any]] = []
-    expressions: list[dict[str, Any]] = []
-    for res in results:
-        selection = res.device.selection if res.slice.per_device_node_selection else res.slice.selection
-        if selection.node_name_set or res.device.binds_to_node:
-            return {
-                "nodeSelectorTerms": [
-                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
-                ]
-            }
-        selector = selection.node_selector
-        if selector is None:
-            continue
-        terms = selector.get("nodeSelectorTerms") or []
-        if len(terms) == 1:
-            term = terms[0] if isinstance(terms[0], Mapping) else {}
-            for target, source in ((fields, term.get("matchFields")), (expressions, term.get("matchExpressions"))):
-                for req in source or ():
-                    if all(_requirement_key(req) != _requirement_key(have) for have in target):
-                        target.append(dict(req))
-        elif len(terms) > 1:
-            raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
-    if not fields and not expressions:
-        return None
-    merged: dict[str, Any] = {}
-    if expressions:
-        merged["matchExpressions"] = expressions
-    if fields:
-        merged["matchFields"] = fields
-    return {"nodeSelectorTerms": [merged]}

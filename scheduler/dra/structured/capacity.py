@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from scheduler.caching import switchable_lru_cache
 from scheduler.framework.quantity import (
     DECIMAL_SI,
     QuantityError,
@@ -47,10 +48,15 @@ class Qty:
         return self.text if self.text is not None else canonical_quantity(self.value, self.fmt)
 
 
+@switchable_lru_cache(maxsize=4096)
+def _parse_qty_text(raw: str) -> Qty:
+    return Qty(round_up_to_nano(parse_quantity(raw)), quantity_format(raw), quantity_string(raw))
+
+
 def parse_qty(raw: Any) -> Qty:
     """A quantity as the API serves it (a string, or a number in hand-written input); QuantityError if invalid."""
     if isinstance(raw, str):
-        return Qty(round_up_to_nano(parse_quantity(raw)), quantity_format(raw), quantity_string(raw))
+        return _parse_qty_text(raw)
     if isinstance(raw, int) and not isinstance(raw, bool):
         return Qty(parse_quantity(raw))
     raise QuantityError(f"quantity must be a string, got {raw!r}")
@@ -76,10 +82,23 @@ class RequestPolicy:
 
 @dataclass(frozen=True, slots=True)
 class DeviceCapacity:
-    """One entry of a device's `capacity`."""
+    """One entry of a device's `capacity`; `plain`: no request policy and not negative."""
 
     value: Qty
     policy: RequestPolicy | None
+    plain: bool = False
+
+    @classmethod
+    def of(cls, value: Qty, policy: RequestPolicy | None) -> DeviceCapacity:
+        return cls(value, policy, policy is None and value.value >= 0)
+
+
+def plain_capacity(capacity: Mapping[str, DeviceCapacity]) -> bool:
+    """No request policies and no negative values: asking nothing of such a device always fits it alone."""
+    for cap in capacity.values():  # noqa: SIM110 -- no generator on the slice preparation path
+        if not cap.plain:
+            return False
+    return True
 
 
 def _opt_qty(raw: Mapping[str, Any], key: str) -> Qty | None:
@@ -87,8 +106,17 @@ def _opt_qty(raw: Mapping[str, Any], key: str) -> Qty | None:
     return None if value is None else parse_qty(value)
 
 
+@switchable_lru_cache(maxsize=1024)
+def _plain_device_capacity(value: str) -> DeviceCapacity:
+    return DeviceCapacity.of(parse_qty(value), None)
+
+
 def parse_device_capacity(raw: Mapping[str, Any]) -> DeviceCapacity:
     """A DeviceCapacity object ({value, requestPolicy}); QuantityError/ValueError if malformed."""
+    if len(raw) == 1:
+        value = raw.get("value")
+        if type(value) is str:  # the common shape, the same for every device of a model: parsed once
+            return _plain_device_capacity(value)
     policy_raw = raw.get("requestPolicy")
     policy = None
     if isinstance(policy_raw, Mapping):
@@ -105,7 +133,7 @@ def parse_device_capacity(raw: Mapping[str, Any]) -> DeviceCapacity:
         )
     elif policy_raw is not None:
         raise ValueError("requestPolicy must be an object")
-    return DeviceCapacity(parse_qty(raw.get("value", "0")), policy)
+    return DeviceCapacity.of(parse_qty(raw.get("value", "0")), policy)
 
 
 def go_quote(text: str) -> str:
@@ -262,12 +290,16 @@ def request_fits(
     capacity: Mapping[str, DeviceCapacity],
     allocating: Mapping[str, Fraction] | None,
     fractional: bool,
+    plain: bool = False,
 ) -> bool:
     """CmpRequestOverCapacity: whether the request fits next to what allocated and allocating shares consume.
 
     False when the device lacks a requested capacity, a policy rejects the amount or the total passes the
-    capacity; CapacityError (fatal) when an amount cannot be represented or is negative.
+    capacity; CapacityError (fatal) when an amount cannot be represented or is negative. `plain` is
+    plain_capacity(capacity), which makes the common case (nothing asked, nothing shared) one test.
     """
+    if plain and not requests and not consumed_so_far and not allocating:
+        return True  # each amount consumed is the capacity itself
     if requests:
         for name in requests:
             if name not in capacity:

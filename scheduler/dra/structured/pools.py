@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from scheduler import caching
-from scheduler.dra.structured.capacity import DeviceCapacity, parse_device_capacity, parse_qty
+from scheduler.dra.structured.capacity import DeviceCapacity, parse_device_capacity, parse_qty, plain_capacity
 from scheduler.dra.structured.types import AllocationError, DeviceID, Features, NodeView
 from scheduler.framework.labels import aggregate
 from scheduler.framework.node_selector import Matcher, NodeSelectorMatcher
@@ -44,7 +44,8 @@ def _go_requirements(raw: Any) -> str:
     out = "[]NodeSelectorRequirement{"
     for req in raw if isinstance(raw, list) else []:
         req = req if isinstance(req, Mapping) else {}
-        values = req.get("values") or []
+        values = req.get("values")
+        values = values if isinstance(values, list) else []
         out += (
             f"NodeSelectorRequirement{{Key:{req.get('key') or ''},Operator:{req.get('operator') or ''},"
             f"Values:[{' '.join(str(v) for v in values)}],}},"
@@ -130,20 +131,26 @@ class _NodeSelection:
 # Prepared slices
 
 
-def _mapping(raw: Any, what: str) -> Mapping[str, Any]:
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _mapping(raw: Any, what: str, index: int = -1) -> Mapping[str, Any]:
+    """An object field (absent: empty); `what` names it in the error, with `index` for "%d"."""
+    if type(raw) is dict:  # the JSON the informers give: skip the ABC check
+        return raw
     if raw is None:
-        return {}
+        return _EMPTY
     if not isinstance(raw, Mapping):
-        raise SliceError(f"{what} must be an object")
+        raise SliceError(f"{what % index if index >= 0 else what} must be an object")
     return raw
 
 
-def _list(raw: Any, what: str) -> list[Any]:
+def _list(raw: Any, what: str, index: int = -1) -> list[Any]:
+    if type(raw) is list:
+        return raw
     if raw is None:
         return []
-    if not isinstance(raw, list):
-        raise SliceError(f"{what} must be a list")
-    return raw
+    raise SliceError(f"{what % index if index >= 0 else what} must be a list")
 
 
 def _counters(raw: Any, what: str) -> dict[str, Fraction]:
@@ -163,6 +170,7 @@ class SliceDevice:
         "binding_failure_conditions",
         "binds_to_node",
         "capacity",
+        "capacity_plain",
         "cel_input",
         "cel_memo",
         "consumes_counters",
@@ -174,29 +182,29 @@ class SliceDevice:
     )
 
     def __init__(self, driver: str, pool: str, raw: Any, index: int) -> None:
-        if not isinstance(raw, Mapping):
-            raise SliceError(f"devices[{index}] must be an object")
+        raw = _mapping(raw, "devices[%d]", index)
         self.raw = raw
         self.name = str(raw.get("name") or "")
         self.id: DeviceID = (driver, pool, self.name)
-        self.attributes: Mapping[str, Any] = _mapping(raw.get("attributes"), f"devices[{index}].attributes")
+        self.attributes: Mapping[str, Any] = _mapping(raw.get("attributes"), "devices[%d].attributes", index)
         self.capacity: dict[str, DeviceCapacity] = {
-            str(name): parse_device_capacity(_mapping(cap, f"devices[{index}].capacity[{name}]"))
-            for name, cap in _mapping(raw.get("capacity"), f"devices[{index}].capacity").items()
+            str(name): parse_device_capacity(_mapping(cap, "devices[%d].capacity[]", index))
+            for name, cap in _mapping(raw.get("capacity"), "devices[%d].capacity", index).items()
         }
+        self.capacity_plain = plain_capacity(self.capacity)
         multiple = raw.get("allowMultipleAllocations")
         self.allow_multiple: bool | None = multiple if isinstance(multiple, bool) else None
+        uses = _list(raw.get("consumesCounters"), "devices[%d].consumesCounters", index)
         self.consumes_counters: tuple[tuple[str, dict[str, Fraction], bool], ...] = tuple(
             (
                 str(_mapping(use, "consumesCounters[]").get("counterSet") or ""),
                 _counters(_mapping(use, "consumesCounters[]").get("counters"), "consumesCounters[].counters"),
                 bool(_mapping(use, "consumesCounters[]").get("compatibilityGroups")),
             )
-            for use in _list(raw.get("consumesCounters"), f"devices[{index}].consumesCounters")
+            for use in uses
         )
-        self.taints: tuple[Mapping[str, Any], ...] = tuple(
-            _mapping(t, "taints[]") for t in _list(raw.get("taints"), f"devices[{index}].taints")
-        )
+        taints = _list(raw.get("taints"), "devices[%d].taints", index)
+        self.taints: tuple[Mapping[str, Any], ...] = tuple(_mapping(t, "taints[]") for t in taints)
         conditions = raw.get("bindingConditions")
         failures = raw.get("bindingFailureConditions")
         # None versus [] matters as it does upstream (a decoded empty list is not nil).
@@ -229,6 +237,8 @@ class Slice:
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         self.raw = raw
+        if not isinstance(raw, Mapping):  # offers nothing to anyone (no node selection can be read)
+            raw = {}
         meta = raw.get("metadata")
         self.name = str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
         spec = raw.get("spec")
@@ -258,7 +268,7 @@ class Slice:
                 )
                 for cs in _list(spec.get("sharedCounters"), "sharedCounters")
             )
-        except (SliceError, ValueError) as err:
+        except (ValueError, TypeError, AttributeError) as err:  # SliceError, QuantityError: a field we cannot read
             self.error = f"resource slice {self.name}: {err}"
             self.devices = ()
         self.uses_compatibility_groups = any(use[2] for d in self.devices for use in d.consumes_counters)
@@ -417,13 +427,23 @@ def gather_pools(slices_for_node: Sequence[Slice], node: NodeView, features: Fea
     return result + with_binding_conditions
 
 
+_PoolsEntry = tuple[dict[str, str], "list[Pool] | AllocationError", "tuple[Slice, ...] | None"]
+"""A node's gathered pools: its labels then, the pools (or the error), and the slices they came from when
+nothing else went into them (then a later slice list with the same slices for the node may reuse them)."""
+
+
 class SliceSet:
     """One version of the slice list: indexed by node and by pool, with each node's pools kept until it changes."""
 
-    __slots__ = ("_by_pool", "_pools", "on_node", "shared", "slices")
+    __slots__ = ("_by_pool", "_pool_lookups", "_pools", "_previous", "on_node", "shared", "slices")
 
-    def __init__(self, slices: list[Slice]) -> None:
+    def __init__(self, slices: list[Slice], previous: SliceSet | None = None) -> None:
         self.slices = slices
+        # The version before: a node whose slices did not change keeps the pools gathered there.
+        self._previous = previous
+        if previous is not None:
+            previous._previous = None
+        self._pool_lookups = 0
         self.on_node: dict[str, list[Slice]] = {}
         self.shared: list[Slice] = []
         self._by_pool: dict[PoolID, list[Slice]] = {}
@@ -433,10 +453,11 @@ class SliceSet:
             else:
                 self.shared.append(sl)
             self._by_pool.setdefault((sl.driver, sl.pool), []).append(sl)
-        self._pools: dict[tuple[str, Features], tuple[dict[str, str], list[Pool] | AllocationError]] = {}
+        self._pools: dict[Features, dict[str, _PoolsEntry]] = {}
 
     def pool_slices(self, pool_id: PoolID, generation: int) -> tuple[bool, list[Slice]]:
         """checkSlicesInPool: (a newer generation exists, the slices of this generation) over all slices."""
+        self._pool_lookups += 1
         found: list[Slice] = []
         for sl in self._by_pool.get(pool_id, ()):
             if sl.generation == generation:
@@ -445,20 +466,33 @@ class SliceSet:
                 return True, []
         return False, found
 
-    def pools_for(self, node: NodeView, features: Features) -> list[Pool]:
-        """The node's pools, gathered once per node (and its labels) while the slice list stays the same."""
-        key = (node.name, features)
-        hit = self._pools.get(key) if caching.ENABLED else None
+    def pools_cache(self, features: Features) -> dict[str, _PoolsEntry]:
+        """Where pools_for keeps the nodes' pools for one feature set (an Allocator looks it up once)."""
+        return self._pools.setdefault(features, {})
+
+    def pools_for(self, node: NodeView, features: Features, cache: dict[str, _PoolsEntry] | None = None) -> list[Pool]:
+        """The node's pools, gathered once per node (and its labels) while its slices stay the same."""
+        if cache is None:
+            cache = self.pools_cache(features)
+        hit = cache.get(node.name) if caching.ENABLED else None
         if hit is not None and hit[0] == node.labels:
             pools = hit[1]
         else:
             slices_for_node = self.on_node.get(node.name, []) + self.shared
-            try:
-                pools = gather_pools(slices_for_node, node, features, self)
-            except AllocationError as err:
-                pools = err
+            inputs: tuple[Slice, ...] | None = tuple(slices_for_node)
+            before = self._previous._pools.get(features, {}).get(node.name) if self._previous is not None else None
+            if caching.ENABLED and before is not None and before[2] == inputs and before[0] == node.labels:
+                pools = before[1]
+            else:
+                lookups = self._pool_lookups
+                try:
+                    pools = gather_pools(slices_for_node, node, features, self)
+                except AllocationError as err:
+                    pools = err
+                if self._pool_lookups != lookups:
+                    inputs = None  # other nodes' slices went into these pools: no reuse in the next version
             if caching.ENABLED:
-                self._pools[key] = (dict(node.labels), pools)
+                cache[node.name] = (dict(node.labels), pools, inputs)
         if isinstance(pools, AllocationError):
             raise AllocationError(f"gather pool information: {pools}")
         return pools
@@ -495,7 +529,7 @@ class _SliceCache:
             prepared[key] = sl
             slices.append(sl)
         self._previous, self._current = current, prepared
-        self._set, self._set_ids = SliceSet(slices), ids
+        self._set, self._set_ids = SliceSet(slices, self._set), ids
         return self._set
 
 

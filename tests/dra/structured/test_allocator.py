@@ -537,3 +537,25 @@ def test_node_matches_parse_error() -> None:
         "MatchExpressions:[]NodeSelectorRequirement{NodeSelectorRequirement{Key:a,Operator:Near,Values:[x],},},"
         "MatchFields:[]NodeSelectorRequirement{},},},}: "
     )
+
+
+def test_pools_survive_a_change_elsewhere() -> None:
+    """After one slice changes, a node whose slices did not change keeps its pools (the same objects), one whose
+    pool spans the changed slice gathers again: here the other node's slice moved to a newer generation, which
+    makes node-1's half of the pool obsolete."""
+    from scheduler.dra.structured.pools import slice_set
+
+    mine = resource_slice("mine", device("gpu-0"), pool="local")
+    span_1 = resource_slice("span-1", device("a"), pool="span", count=2)
+    span_2 = resource_slice("span-2", device("b"), pool="span", count=2, node="node-2")
+    other = resource_slice("other", device("c"), pool="other", node="node-3")
+    with caching.caches_enabled():
+        before = slice_set([mine, span_1, span_2, other])
+        node1_pools = before.pools_for(Node("node-1"), DEFAULT_FEATURES)
+        node3_pools = before.pools_for(Node("node-3"), DEFAULT_FEATURES)
+        assert [p.name for p in node1_pools] == ["gpu.example.com/local", "gpu.example.com/span"]
+        newer = resource_slice("span-2", device("b"), pool="span", count=2, node="node-2", generation=2)
+        after = slice_set([mine, span_1, newer, other])
+        assert after is not before
+        assert after.pools_for(Node("node-3"), DEFAULT_FEATURES) is node3_pools
+        assert [p.name for p in after.pools_for(Node("node-1"), DEFAULT_FEATURES)] == ["gpu.example.com/local"]

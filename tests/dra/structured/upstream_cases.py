@@ -160,7 +160,7 @@ class _Compiled:
 
     def device_matches(self, device: Any) -> bool:
         driver, raw = device
-        key = (self.expression, device_key(driver, raw))
+        key = (self.expression, device_key(driver, raw.get("allowMultipleAllocations"), raw))
         if key not in self.cache.evaluations:
             raise AssertionError(f"upstream never evaluated {self.expression!r} on {driver}/{raw.get('name')}")
         self.cache.used.add(key)
@@ -170,14 +170,14 @@ class _Compiled:
         return bool(matches)
 
 
-def device_key(driver: str, raw: Mapping[str, Any]) -> str:
+def device_key(driver: str, allow_multiple: bool | None, device: Mapping[str, Any]) -> str:
     """The CEL input of a device (cel.Device: driver, allowMultipleAllocations, attributes, capacity)."""
     return json.dumps(
         {
             "driver": driver,
-            "allowMultipleAllocations": raw.get("allowMultipleAllocations"),
-            "attributes": raw.get("attributes") or None,
-            "capacity": raw.get("capacity") or None,
+            "allowMultipleAllocations": allow_multiple,
+            "attributes": device.get("attributes") or None,
+            "capacity": device.get("capacity") or None,
         },
         sort_keys=True,
     )
@@ -194,15 +194,7 @@ class ReplayCel:
         self.evaluations: dict[tuple[str, str], tuple[bool, str | None]] = {}
         for r in case["cel"] or []:
             dev = r["device"]
-            key = json.dumps(
-                {
-                    "driver": dev["driver"],
-                    "allowMultipleAllocations": dev["allowMultipleAllocations"],
-                    "attributes": dev["attributes"] or None,
-                    "capacity": dev["capacity"] or None,
-                },
-                sort_keys=True,
-            )
+            key = device_key(dev["driver"], dev["allowMultipleAllocations"], dev)
             self.evaluations[(r["expression"], key)] = (r["matches"], r["error"])
         self.used: set[tuple[str, str]] = set()
 

@@ -112,7 +112,12 @@ def instrument(work: Path) -> None:
     )
     testing_go.write_text(text)
     shutil.copy(HERE / "dump_allocatortesting.go.txt", testing_go.parent / "zz_dump.go")
+    instrument_cel(work)
+    (work / "structured/internal/incubating/zz_dump_test.go").write_text(TEST_MAIN)
 
+
+def instrument_cel(work: Path) -> None:
+    """Hooks in the cel package that see each compilation and each DeviceMatches evaluation."""
     compile_go = work / "cel/compile.go"
     text = compile_go.read_text()
     text = replace_once(
@@ -131,19 +136,26 @@ def instrument(work: Path) -> None:
     )
     cache_go.write_text(text)
     (work / "cel/zz_dump.go").write_text(CEL_HOOK)
-    (work / "structured/internal/incubating/zz_dump_test.go").write_text(TEST_MAIN)
+
+
+def module_version() -> str:
+    """k8s.io/dynamic-resource-allocation's version for the pinned Kubernetes release (v1.37.2 -> v0.37.2)."""
+    return "v0." + (REPO / "tests" / "cluster" / "VERSION").read_text().strip().split(".", 1)[1]
+
+
+def copy_module(work: Path) -> None:
+    """A writable copy of the module from the Go module cache (read-only there), with its go.mod and go.sum."""
+    gomodcache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    shutil.copytree(Path(gomodcache) / f"{MODULE}@{module_version()}", work)
+    for path in [work, *work.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
 
 
 def main() -> int:
-    gomodcache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
-    version = "v0." + (REPO / "tests" / "cluster" / "VERSION").read_text().strip().split(".", 1)[1]
-    source = Path(gomodcache) / f"{MODULE}@{version}"
+    version = module_version()
     with tempfile.TemporaryDirectory(prefix="dra-alloc-dump-") as tmp:
         work = Path(tmp) / "module"
-        # The module cache is read-only: copy the module (its own go.mod and go.sum) and make it writable.
-        shutil.copytree(source, work)
-        for path in [work, *work.rglob("*")]:
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        copy_module(work)
         instrument(work)
         dump = Path(tmp) / "dump.json"
         env = {**os.environ, "DRA_ALLOC_DUMP": str(dump), "GOFLAGS": "-mod=mod"}
