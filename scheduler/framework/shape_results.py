@@ -232,6 +232,8 @@ class ShapeResults:
             assert scores is not None
             if record and j is None:
                 fwk.observer.plugin_execution(pl.name, SCORE, Code.SUCCESS, time.perf_counter() - t)
+            if not detail and scores.count(0) == count:
+                continue  # adds nothing (DynamicResources for a pod without claims)
             weighted = [v * weight for v in scores] if weight != 1 else scores
             if detail:
                 result.per_plugin.append((pl.name, weighted))
