@@ -3,8 +3,10 @@
 Both print `I0102 15:04:05.000000   12345 schedule_one.go:984] "Plugin scored node for pod" pod="ns/p"
 plugin="NodeResourcesFit" node="n1" score=85` (pyscheduler's klog-style formatter mirrors the header, the
 quoted message and the key=value pairs). A `LogIndex` tails one log file and keeps, per pod, the lines the
-differential runs compare: every plugin's weighted score per node, each node's total and the binding line
-with its evaluated/feasible node counts.
+differential runs compare: every plugin's weighted score per node, each node's total, the binding line with
+its evaluated/feasible node counts, and every unschedulable attempt's message (the one line where the two
+schedulers' words differ: upstream's `"Unable to schedule pod; no fit; waiting" ... err="..."`, pyscheduler's
+`"unable to schedule pod" ... reason="Unschedulable" error="..."`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from typing import Any
 PLUGIN_SCORED = "Plugin scored node for pod"
 FINAL_SCORE = "Calculated node's final score for pod"
 BOUND = "Successfully bound pod to node"
-_WANTED = (PLUGIN_SCORED, FINAL_SCORE, BOUND)
+UPSTREAM_NO_FIT = "Unable to schedule pod; no fit; waiting"  # schedule_one.go handleSchedulingFailure, V(2)
+OUR_FAILURE = "unable to schedule pod"  # scheduler/core/schedule_one.py handle_scheduling_failure
+_WANTED = (PLUGIN_SCORED, FINAL_SCORE, BOUND, UPSTREAM_NO_FIT, OUR_FAILURE)
 
 # Header up to "] ", then the quoted message, then key=value pairs (value: a quoted string or a bare token).
 _LINE = re.compile(r'^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]+\] "(?P<msg>(?:[^"\\]|\\.)*)"(?P<rest>.*)$')
@@ -55,6 +59,7 @@ class PodLog:
     bound_to: str | None = None
     evaluated_nodes: int | None = None
     feasible_nodes: int | None = None
+    failures: list[str] = field(default_factory=list)  # each unschedulable attempt's message, in order
     _closed: bool = False  # the last line seen was a final score or the binding: new scores start over
 
     def plugins(self) -> set[str]:
@@ -113,6 +118,10 @@ class LogIndex:
             entry.evaluated_nodes = _int_or_none(fields.get("evaluatedNodes"))
             entry.feasible_nodes = _int_or_none(fields.get("feasibleNodes"))
             entry._closed = True
+        elif msg == UPSTREAM_NO_FIT:
+            entry.failures.append(str(fields.get("err")))
+        elif msg == OUR_FAILURE and fields.get("reason") == "Unschedulable":
+            entry.failures.append(str(fields.get("error")))
 
     def get(self, pod: str) -> PodLog | None:
         self.refresh()

@@ -13,14 +13,17 @@ One scenario:
 2. sync: per scheduler, a probe pod that fits nowhere; its message `0/N nodes are available` proves the
    scheduler sees all N nodes, and, coming later in the same pod watch, every bound pod;
 3. each pending pod in turn, once per scheduler (kube-scheduler first): create it under that scheduler's
-   name, wait until it is bound or has `PodScheduled=False`, read what the scheduler logged about it, delete
-   it. The cluster is the same for every attempt, so the outcomes must be the same;
+   name, wait until it is bound or has `PodScheduled=False` (a preemptor, nominated, until it is bound on its
+   next attempt), read what the scheduler logged about it, delete it, and put back the bound pods a
+   preemption deleted (`_restore`). The cluster is the same for every attempt, so the outcomes must be the
+   same;
 4. delete everything the scenario created and wait until it is gone.
 
 Compared per pending pod: bound vs pending; the whole pending message (the ` preemption: ...` part included:
-both run DefaultPreemption) and the condition reason; for bound pods the scored plugins, the scored
-(= feasible) nodes, every plugin's score per node, every node's total, the evaluated/feasible counts, and that
-each scheduler picked one of its top-scoring nodes (not which one: ties are broken at random).
+both run DefaultPreemption) and the condition reason; for bound pods the messages of the attempts before the
+binding (a preemptor's nominating one), the scored plugins, the scored (= feasible) nodes, every plugin's score
+per node, every node's total, the evaluated/feasible counts, and that each scheduler picked one of its
+top-scoring nodes (not which one: ties are broken at random).
 
 A difference that a deliberate divergence accounts for (KNOWN_DIFFERENCES, recognized from the scenario) is
 kept but marked `explained`; everything else is a bug to fix.
@@ -43,13 +46,14 @@ import aiohttp
 from scheduler.framework.types import HostPort, conflicts, parse_pod
 from scheduler.plugins.registry import REGISTRY
 from tests.diff.klog import LogIndex, PodLog
-from tests.diff.scenario import OWNER_ANNOTATION, RUN_LABEL, Scenario
+from tests.diff.scenario import OWNER_ANNOTATION, RUN_LABEL, ExistingPod, Scenario
 
 JSON = dict[str, Any]
 SYNC_LABEL = "difffuzz.pyscheduler.io/sync"
 SYNC_ROUNDS = 30
 REQUEST_TIMEOUT = 30.0
 OUTCOME_TIMEOUT = 60.0
+NOMINATED_WAIT = 10.0  # how long a nominated preemptor may take to be bound once its victims are gone
 POLL = 0.02
 
 
@@ -135,12 +139,17 @@ class Outcome:
             return f"bound to {self.node}"
         return f"pending ({self.reason}): {self.message}"
 
+    def failures(self) -> list[str]:
+        """The messages of the unschedulable attempts the scheduler logged (a preemptor's nominating one)."""
+        return list(self.log.failures) if self.log is not None else []
+
 
 @dataclass
 class Difference:
     seed: int
     pod: str
-    kind: str  # feasibility, message, reason, plugins, feasible-nodes, score, total, counts, pick, timeout
+    # feasibility, message, reason, earlier-attempts, plugins, feasible-nodes, score, total, counts, pick, timeout
+    kind: str
     detail: str
     explained: str = ""  # why this difference is known and kept (see KNOWN_DIFFERENCES), empty when it is not
 
@@ -188,6 +197,7 @@ class ScenarioResult:
     differences: list[Difference] = field(default_factory=list)
     seconds: float = 0.0
     sync_rounds: int = 0  # probe rounds until every scheduler saw every node (1 unless a watch lagged)
+    restored: int = 0  # bound pods put back after a preemption deleted them
 
     def unexplained(self) -> list[Difference]:
         return [d for d in self.differences if not d.explained]
@@ -234,6 +244,9 @@ def compare(
         if up.reason != py.reason:
             diff("reason", f"kube-scheduler: {up.reason} | pyscheduler: {py.reason}")
         return out
+    if up.failures() != py.failures():
+        # A preemptor binds on its next attempt: the nominating message must be the same as well.
+        diff("earlier-attempts", f"kube-scheduler {up.failures()!r} | pyscheduler {py.failures()!r}")
     ul, pl = up.log or PodLog(), py.log or PodLog()
     if (ul.evaluated_nodes, ul.feasible_nodes) != (pl.evaluated_nodes, pl.feasible_nodes):
         diff(
@@ -309,6 +322,7 @@ class DiffRunner:
                 by_tag: dict[str, Outcome] = {}
                 for sched in self.schedulers:
                     by_tag[sched.tag] = await self._attempt(sched, manifest, f"{base}-{sched.tag}")
+                    result.restored += await self._restore(scenario)
                 result.outcomes[base] = by_tag
                 up, py = (by_tag[s.tag] for s in self.schedulers)
                 found = compare(scenario.seed, base, up, py)
@@ -339,17 +353,49 @@ class DiffRunner:
             labelled["metadata"]["labels"].update({RUN_LABEL: self.run_id, SYNC_LABEL: "0", **self.extra_node_labels})
             await api.call("POST", "/api/v1/nodes", labelled)
 
-        # Bound pods one at a time, then their statuses, always in the same order: the order events reach the
-        # caches can matter (a pod that ends frees its host ports in upstream's set, see SHARED_PORT_FREED).
-        for pod in scenario.existing:
-            await api.call("POST", self.pods_path, self._owned(pod.manifest))
-        for pod in scenario.existing:
+        await self._create_bound(scenario.existing)
+
+    async def _create_bound(self, pods: Sequence[ExistingPod]) -> None:
+        """Bound pods one at a time, then their statuses, always in the same order: the order events reach the
+        caches can matter (a pod that ends frees its host ports in upstream's set, see SHARED_PORT_FREED)."""
+        for pod in pods:
+            await self.api.call("POST", self.pods_path, self._owned(pod.manifest))
+        for pod in pods:
             if pod.status is not None:
                 name = pod.manifest["metadata"]["name"]
                 patch = {"status": pod.status}
-                await api.call(
+                await self.api.call(
                     "PATCH", f"{self.pods_path}/{name}/status", patch, content_type="application/merge-patch+json"
                 )
+
+    async def _restore(self, scenario: Scenario) -> int:
+        """Put back the bound pods a preemption deleted, so the next attempt sees the scenario's cluster.
+
+        Every bound pod of a node that lost one is deleted and all are recreated in the scenario's order: the
+        order of a node's pods is the order victims of equal priority and start time are ranked in, and
+        removals reorder them (upstream's NodeInfo swaps the last pod into the removed one's place). The next
+        attempt's pod is created afterwards, so each scheduler's pod watch delivers the restored pods first.
+        Returns how many pods were missing.
+        """
+        listed = await self.api.call("GET", self.pods_path)
+        present = {
+            str(p["metadata"]["name"]) for p in listed.get("items") or [] if not p["metadata"].get("deletionTimestamp")
+        }
+        missing = [p for p in scenario.existing if p.manifest["metadata"]["name"] not in present]
+        if not missing:
+            return 0
+        disturbed = {p.manifest["spec"]["nodeName"] for p in missing}
+        again = [p for p in scenario.existing if p.manifest["spec"]["nodeName"] in disturbed]
+        names = [str(p.manifest["metadata"]["name"]) for p in again]
+        await asyncio.gather(*(self.api.delete(f"{self.pods_path}/{n}") for n in names if n in present))
+        deadline = time.monotonic() + OUTCOME_TIMEOUT
+        for n in names:
+            while await self.api.get_or_none(f"{self.pods_path}/{n}") is not None:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"pod {self.namespace}/{n} still there after {OUTCOME_TIMEOUT:.0f} s")
+                await asyncio.sleep(POLL)
+        await self._create_bound(again)
+        return len(missing)
 
     def _owned(self, manifest: JSON) -> JSON:
         """A copy of the pod manifest with the ownerReference its OWNER_ANNOTATION names (generator hook)."""
@@ -427,9 +473,16 @@ class DiffRunner:
             await self.api.delete(f"{self.pods_path}/{name}")
 
     async def _outcome(self, sched: SchedulerUnderTest, name: str, *, want_log: bool) -> Outcome:
-        """Poll until the pod is bound (then wait for its binding log line) or has PodScheduled=False."""
+        """Poll until the pod is bound (then wait for its binding log line) or has PodScheduled=False.
+
+        A pod nominated by its preemption (PodScheduled=False with status.nominatedNodeName) is bound on a later
+        attempt, once its victims are gone; how soon the poll sees the nominating condition before the binding
+        depends on timing only, so its outcome is that binding (the nominating message is in `Outcome.log`'s
+        failures), or its condition after NOMINATED_WAIT when it stays pending.
+        """
         key = f"{self.namespace}/{name}"
         deadline = time.monotonic() + OUTCOME_TIMEOUT
+        nominated_until = time.monotonic() + NOMINATED_WAIT
         while time.monotonic() < deadline:
             pod = await self.api.get_or_none(f"{self.pods_path}/{name}")
             if pod is None:
@@ -444,8 +497,11 @@ class DiffRunner:
                         return Outcome(node=node, log=log)
                     await asyncio.sleep(POLL)
                 raise TimeoutError(f"{sched.scheduler_name} bound {key} but logged no binding line")
+            nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
             for cond in (pod.get("status") or {}).get("conditions") or []:
                 if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("message"):
+                    if nominated and want_log and time.monotonic() < nominated_until:
+                        break  # a preemptor: its outcome is the attempt after its victims are gone
                     return Outcome(message=str(cond["message"]), reason=str(cond.get("reason")), log=sched.log.get(key))
             await asyncio.sleep(POLL)
         raise TimeoutError(f"{sched.scheduler_name} left {key} without an outcome for {OUTCOME_TIMEOUT:.0f} s")
@@ -506,6 +562,7 @@ def summarize(results: Iterable[ScenarioResult]) -> JSON:
         "outcomes_pending": sum(r.count("pending") for r in results),
         "outcomes_scored": sum(r.count("scored") for r in results),
         "resynced_scenarios": sum(1 for r in results if r.sync_rounds > 1),
+        "restored_victims": sum(r.restored for r in results),
         "differences": sum(len(r.unexplained()) for r in results),
         "explained_differences": sum(len(r.differences) - len(r.unexplained()) for r in results),
         "differences_by_kind": kinds,

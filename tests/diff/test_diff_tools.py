@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.diff.klog import BOUND, FINAL_SCORE, PLUGIN_SCORED, LogIndex, PodLog, parse_line
+from tests.diff.klog import (
+    BOUND,
+    FINAL_SCORE,
+    OUR_FAILURE,
+    PLUGIN_SCORED,
+    UPSTREAM_NO_FIT,
+    LogIndex,
+    PodLog,
+    parse_line,
+)
 from tests.diff.runner import (
     SHARED_PORT_FREED,
     Difference,
@@ -72,6 +81,36 @@ def test_log_index_tails_and_groups_by_pod(tmp_path: Path) -> None:
     assert later is not None and later.bound_to == "n1"
 
 
+NOMINATING = (
+    "0/2 nodes are available: 2 Insufficient cpu. "
+    "preemption: found a potential placement for pod on node n1, preempting 1 victims"
+)
+
+
+def test_log_index_keeps_each_unschedulable_attempt(tmp_path: Path) -> None:
+    """Both schedulers' failure lines are kept in order (upstream's err=, ours error= when Unschedulable);
+    our SchedulerError attempts are not (upstream logs those under another message)."""
+    path = tmp_path / "s.log"
+    head = "I0101 00:00:00.000000 1 s.go:1] "
+    path.write_text(
+        head
+        + f'"{UPSTREAM_NO_FIT}" pod="ns/a-up" err="{NOMINATING}"\n'
+        + head
+        + f'"{BOUND}" pod="ns/a-up" node="n1" evaluatedNodes=1 feasibleNodes=1\n'
+        + head
+        + f'"{OUR_FAILURE}" pod="ns/a-py" reason="SchedulerError" error="boom"\n'
+        + head
+        + f'"{OUR_FAILURE}" pod="ns/a-py" reason="Unschedulable" error="{NOMINATING}"\n'
+        + head
+        + f'"{OUR_FAILURE}" pod="ns/a-py" reason="Unschedulable" error="again"\n'
+    )
+    index = LogIndex(path)
+    up, py = index.get("ns/a-up"), index.get("ns/a-py")
+    assert up is not None and py is not None
+    assert up.failures == [NOMINATING] and up.bound_to == "n1"
+    assert py.failures == [NOMINATING, "again"] and py.bound_to is None
+
+
 def _bound(node: str, scores: dict[tuple[str, str], int], feasible: int | None = None) -> Outcome:
     totals: dict[str, int] = {}
     for (_, n), v in scores.items():
@@ -80,6 +119,12 @@ def _bound(node: str, scores: dict[tuple[str, str], int], feasible: int | None =
     log = PodLog(
         scores=dict(scores), totals=totals, bound_to=node, evaluated_nodes=3, feasible_nodes=feasible or len(nodes)
     )
+    return Outcome(node=node, log=log)
+
+
+def _preemptor(node: str, failures: list[str], evaluated: int = 1) -> Outcome:
+    """Bound on the only feasible node after the logged unschedulable attempts."""
+    log = PodLog(bound_to=node, evaluated_nodes=evaluated, feasible_nodes=1, failures=list(failures))
     return Outcome(node=node, log=log)
 
 
@@ -132,6 +177,18 @@ IMPLEMENTED = frozenset({"A", "B"})
             id="different-feasible-nodes",
         ),
         pytest.param(_bound("n1", {}), _bound("n2", {}), ["pick"], id="single-feasible-node-differs"),
+        pytest.param(
+            _preemptor("n1", [NOMINATING]),
+            _preemptor("n1", [NOMINATING]),
+            [],
+            id="both-bound-after-the-same-preemption",
+        ),
+        pytest.param(
+            _preemptor("n1", [NOMINATING]),
+            _preemptor("n1", [], evaluated=2),
+            ["earlier-attempts", "counts"],
+            id="one-bound-without-preempting",
+        ),
         pytest.param(
             _bound("n1", {}),
             Outcome(message="0/3 nodes are available: 3 Insufficient cpu.", reason="Unschedulable"),

@@ -267,6 +267,27 @@ def parity_scenario() -> Scenario:
     return Scenario(seed=0, nodes=nodes, existing=existing, pending=PENDING, objects=[service])
 
 
+def preemption_scenario() -> Scenario:
+    """One node where a preemption helps (a 1500m pod of priority 0 goes, a 250m one is reprieved) and one
+    too small for the preemptor at all: both schedulers must nominate preempt-n0 and bind there."""
+    nodes = [_node(0), _node(1)]
+    for i, (node, cpu) in enumerate(zip(nodes, ("2", "500m"), strict=True)):
+        name = node["metadata"]["name"] = f"preempt-n{i}"
+        node["metadata"]["labels"][HOSTNAME_LABEL] = name
+        node["spec"] = {}
+        node["status"]["capacity"]["cpu"] = node["status"]["allocatable"]["cpu"] = cpu
+    existing = []
+    for name, cpu in (("preempt-victim", "1500m"), ("preempt-reprieved", "250m")):
+        bound = _bound(1, "preempt-n0")  # no resize status
+        bound.manifest["metadata"]["name"] = name
+        bound.manifest["spec"]["containers"][0]["resources"]["requests"] = {"cpu": cpu}
+        existing.append(bound)
+    high: JSON = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "parity-high"}}
+    high["value"] = 1000
+    preemptor = _pod("preemptor", requests={"cpu": "1"}, priorityClassName="parity-high")
+    return Scenario(seed=0, nodes=nodes, existing=existing, pending=[preemptor], cluster_objects=[high])
+
+
 def _report(result: ScenarioResult) -> str:
     return "\n".join(str(d) for d in result.unexplained())
 
@@ -309,3 +330,19 @@ async def test_seeded_differential_slice(runner: DiffRunner) -> None:
     summary = summarize(results)
     print(summary)
     assert summary["outcomes_scored"] >= 10 and summary["outcomes_pending"] >= 10  # both kinds were compared
+
+
+async def test_preemptors_compared_on_the_same_cluster(runner: DiffRunner) -> None:
+    """A preemptor is compared on the cluster it was created for: the victim kube-scheduler's preemption
+    deleted is back before pyscheduler's attempt, both nominate the same node with the same message and then
+    bind there through the nominated-node evaluation (1 evaluated node)."""
+    result = await runner.run(preemption_scenario())
+    assert not result.differences, _report(result)
+    assert result.restored == 2  # the victim, once after each scheduler's preemption
+    for tag, outcome in result.outcomes["s0-preemptor"].items():
+        assert outcome.node == "preempt-n0", (tag, outcome.summary())
+        assert outcome.failures() == [
+            "0/2 nodes are available: 2 Insufficient cpu. "
+            "preemption: found a potential placement for pod on node preempt-n0, preempting 1 victims"
+        ], tag
+        assert outcome.log is not None and (outcome.log.evaluated_nodes, outcome.log.feasible_nodes) == (1, 1), tag
