@@ -111,9 +111,9 @@ class Features:
     # Off by default: ReplicaSets of 0 replicas owning pods need a control plane without the replicaset
     # controller (bench/difffuzz.py has none and turns it on; the e2e control plane runs one).
     owners: bool = False  # Services selecting pods, ReplicaSets owning pods (system default spreading)
-    # Off: a preemption deletes shared bound pods, so later attempts see another cluster. The runner would
-    # have to recreate victims between attempts; preemption parity is tests/e2e/test_preemption_parity.py.
-    priorities: bool = False  # PriorityClasses and pod priorities
+    # Off by default so that every seed keeps the scenario it names without it (the runner puts back the
+    # bound pods a preemption deleted, so it compares preemptors like every other pod).
+    priorities: bool = False  # PriorityClasses, pod priorities, bound pods' start times
 
     @classmethod
     def parse(cls, names: str) -> Features:
@@ -342,6 +342,11 @@ class Generator:
             status = {"phase": rng.choice(("Succeeded", "Failed"))}
         elif self.features.resize_status and roll < 0.35:
             status = self.resize_status(spec)
+        if self.features.priorities:
+            # As a kubelet reports them: one start time per pod. Victims of equal priority are ranked by it and
+            # preemption's last criterion is the latest start; without one (or with equal ones) kube-scheduler
+            # breaks the tie at random (time.Now() per pod, in Go map order), and so would the comparison.
+            status = {**(status or {}), "startTime": f"2025-01-01T{index // 60:02d}:{index % 60:02d}:00Z"}
         return ExistingPod(manifest, status)
 
     def resize_status(self, spec: JSON) -> JSON:

@@ -253,6 +253,20 @@ def test_default_features_cover_affinity_and_spread_but_not_priorities_or_owners
         Features.parse("nope")
 
 
+def test_priorities_give_every_bound_pod_its_own_start_time() -> None:
+    """With priorities, bound pods start at distinct times (no preemption tie kube-scheduler would break at
+    random); without, the scenario is what it was (no start time added)."""
+    every = Features.parse("all")
+    unstarted = 0
+    for seed in range(1, 40):
+        starts = [(p.status or {}).get("startTime") for p in generate(seed, every).existing]
+        assert None not in starts and len(set(starts)) == len(starts)
+        plain = [(p.status or {}).get("startTime") for p in generate(seed).existing]
+        assert set(plain) <= {None, "2025-01-01T00:00:00Z"}  # only the resize statuses' one
+        unstarted += plain.count(None)
+    assert unstarted > 0
+
+
 def test_generated_nodes_and_pods_are_well_formed() -> None:
     """Unique node names, at least two nodes, node field selectors with exactly one value (API rules)."""
     for seed in range(1, 200):
