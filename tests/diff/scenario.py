@@ -327,6 +327,9 @@ class Generator:
             spec["hostNetwork"] = True
             spec["containers"][0]["ports"] = [{"containerPort": 53, "protocol": "UDP"}, {"containerPort": 9153}]
         spec["schedulerName"] = "difffuzz-nobody"
+        if self.features.priorities and self.chance(0.3):
+            # Victims of several priorities (and pods a low-priority preemptor may not touch).
+            spec["priorityClassName"] = rng.choice(("difffuzz-low", "difffuzz-low", "difffuzz-high"))
         manifest: JSON = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -505,7 +508,7 @@ class Generator:
         if self.features.spread_constraints and self.chance(0.4):
             spec["topologySpreadConstraints"] = self.spread_constraints()
         if self.features.priorities and self.chance(0.3):
-            spec["priorityClassName"] = rng.choice(("difffuzz-low", "difffuzz-high"))
+            spec["priorityClassName"] = rng.choice(("difffuzz-low", "difffuzz-low", "difffuzz-high"))
         labels = {APP_LABEL: rng.choice(("web", "db", "cache"))}
         return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{index}", "labels": labels}, "spec": spec}
 

@@ -253,18 +253,22 @@ def test_default_features_cover_affinity_and_spread_but_not_priorities_or_owners
         Features.parse("nope")
 
 
-def test_priorities_give_every_bound_pod_its_own_start_time() -> None:
-    """With priorities, bound pods start at distinct times (no preemption tie kube-scheduler would break at
-    random); without, the scenario is what it was (no start time added)."""
+def test_priorities_give_bound_pods_priorities_and_their_own_start_times() -> None:
+    """With priorities, some bound pods have a priority and all start at distinct times (no preemption tie
+    kube-scheduler would break at random); without, the scenario is what it was (no start time added)."""
     every = Features.parse("all")
     unstarted = 0
+    classes: set[str] = set()
     for seed in range(1, 40):
-        starts = [(p.status or {}).get("startTime") for p in generate(seed, every).existing]
+        existing = generate(seed, every).existing
+        classes.update(p.manifest["spec"].get("priorityClassName", "") for p in existing)
+        starts = [(p.status or {}).get("startTime") for p in existing]
         assert None not in starts and len(set(starts)) == len(starts)
         plain = [(p.status or {}).get("startTime") for p in generate(seed).existing]
         assert set(plain) <= {None, "2025-01-01T00:00:00Z"}  # only the resize statuses' one
         unstarted += plain.count(None)
     assert unstarted > 0
+    assert classes == {"", "difffuzz-low", "difffuzz-high"}
 
 
 def test_generated_nodes_and_pods_are_well_formed() -> None:
