@@ -137,6 +137,7 @@ class EventHandlers:
         if s.cache.get_pod(uid) is not None:
             s.cache.remove_pod(uid)
             s.move(EVENT_ASSIGNED_POD_DELETE)
+        s.pod_changed(uid)
 
     def _assigned_pod(self, pod: PodInfo) -> None:
         s = self.s
@@ -152,6 +153,7 @@ class EventHandlers:
         old = s.cache.get_pod(pod.uid)
         if old is None or s.cache.is_assumed(pod.uid):
             s.cache.add_pod(pod)
+            s.pod_changed(pod.uid)
             if old is None:
                 s.move(EVENT_ASSIGNED_POD_ADD)
             return
