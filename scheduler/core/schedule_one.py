@@ -6,7 +6,8 @@
    Reserve and Permit. Synchronous: nothing else runs while a cycle looks at its snapshot.
 2. `binding_cycle`: the **binding cycle**, a coroutine the scheduler runs concurrently with later
    scheduling cycles: wait at Permit, PreBind, Bind (`pods/binding`), PostBind; on success report
-   `Scheduled`.
+   `Scheduled`. A bind with no answer keeps the pod's room until the watch or a read of the pod says whether
+   it landed (`resolve_unanswered_bind`).
 3. `handle_scheduling_failure`: requeue the pod (unschedulable pool or backoff) and report the failure the
    way kube-scheduler does (FailedScheduling event, PodScheduled=False condition, metrics).
 
