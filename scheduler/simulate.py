@@ -1,10 +1,12 @@
 """`pyscheduler simulate`: replay a cluster dump (Nodes, Pods, DaemonSets) through the real scheduler offline.
 
 Objects apply in file order; after each one the scheduler runs until no queued pod can make progress, as
-in a live cluster with infinitely fast time. DaemonSets expand to one pod per node, pinned with
-`matchFields metadata.name` exactly as the DaemonSet controller pins them, including for nodes added later.
-Pods not created yet first get what kube-apiserver does on create (`scheduler/admission.py`:
-matchLabelKeys/mismatchLabelKeys merged into spread and pod affinity selectors), so offline results equal live ones.
+in a live cluster with infinitely fast time, on a fake clock: backoffs pass at once, and Permit waits (a
+gang gathering) time out only after the last object, when nothing else can move. DaemonSets expand to one
+pod per node, pinned with `matchFields metadata.name` exactly as the DaemonSet controller pins them,
+including for nodes added later. Pods not created yet first get what kube-apiserver does on create
+(`scheduler/admission.py`: matchLabelKeys/mismatchLabelKeys merged into spread and pod affinity selectors), so
+offline results equal live ones.
 """
 
 from __future__ import annotations
@@ -183,6 +185,21 @@ class SimulationResult:
             "pods": [o.to_json() for o in self.outcomes],
             "preemptions": [p.to_json() for p in self.preemptions],
         }
+
+    def pending(self) -> list[Outcome]:
+        """The pods left Pending (not bound, not evicted by a preemption)."""
+        return [o for o in self.outcomes if o.node is None and o.preempted_by is None]
+
+    def other_schedulers(self) -> dict[str, int]:
+        """Pods without a node whose schedulerName no profile serves (nothing simulated them), by name."""
+        assert self.cluster is not None and self.scheduler is not None
+        out: dict[str, int] = {}
+        for obj in self.cluster.pods.values():
+            spec = obj.get("spec") or {}
+            name = str(spec.get("schedulerName") or "default-scheduler")
+            if not spec.get("nodeName") and name not in self.scheduler.profiles:
+                out[name] = out.get(name, 0) + 1
+        return out
 
     def explain(self, namespace: str, name: str) -> Explanation:
         """Explain one pod against the final state of the simulation."""
@@ -443,6 +460,9 @@ async def simulate_async(
                 pod = admit_pod(daemon_pod(obj, node_name))
                 track(pod)
                 cluster.apply_pod(pod)
+        # Objects of one file arrive together: no Permit wait times out before the last one is in.
+        await scheduler.run_until_idle(advance=clock.advance_to, permit_timeouts=False)
+    if scheduler.next_permit_deadline() is not None:  # pods still waiting at Permit: now their time may run out
         await scheduler.run_until_idle(advance=clock.advance_to)
 
     result = SimulationResult(cluster=cluster, scheduler=scheduler)

@@ -1,20 +1,30 @@
-"""Fluent builders for Pod and Node API objects, shared by tests, benchmarks and examples.
+"""The public test kit: fluent builders for API objects and `SchedulerHarness`, the whole scheduler in memory.
 
-They read like sentences, as upstream's st.MakePod() does:
+Builders read like sentences, as upstream's st.MakePod() does:
 ``make_pod("web").req(cpu="500m").host_port(8080).toleration("gpu", effect="NoSchedule").obj()``.
-``obj()`` returns the raw API dict; ``info()`` returns the parsed core record.
+``obj()`` returns the raw API dict; ``info()`` returns the parsed core record. `SchedulerHarness` runs them
+through the real scheduler with the plugins you give it, on simulate's path (kopf.testing is the model):
+pyscheduler's own tests use it, and so can a plugin's (`examples/plugins/*/tests/`).
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
+from scheduler.adapters.memory import MemoryCluster, PodCondition, RecordedEvent
+from scheduler.admission import admit_pod, was_created
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.framework.interface import Binder, VolumeWriter, WaitingPodView
-from scheduler.framework.objects import ObjectLister
+from scheduler.config.load import load_config
+from scheduler.config.types import SchedulerConfiguration
+from scheduler.core.clock import FakeClock
+from scheduler.core.profile import build_scheduler
+from scheduler.core.scheduler import Scheduler
+from scheduler.framework.interface import Binder, Plugin, VolumeWriter, WaitingPodView
+from scheduler.framework.objects import KINDS, ObjectLister, object_key
+from scheduler.framework.observer import Observer
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import (
     REGION_LABEL,
@@ -25,6 +35,11 @@ from scheduler.framework.types import (
     parse_node,
     parse_pod,
 )
+from scheduler.plugins.registry import PluginRegistry, PluginSpec
+from scheduler.simulate import admit_priorities
+
+if TYPE_CHECKING:
+    from scheduler.core.explain import Explanation
 
 _uid = itertools.count(1)
 
@@ -695,3 +710,193 @@ def node_info(node: NodeBuilder, *pods: PodBuilder) -> NodeInfo:
     for p in pods:
         info.add_pod(p.node(record.name).info())
     return info
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The harness: the real scheduler over an in-memory cluster, on a fake clock
+
+
+class SchedulerHarness:
+    """Runs objects through the real scheduler, with the plugins and configuration you give it, on the path
+    `pyscheduler simulate` takes: an in-memory cluster (bindings, events, conditions, the PV controller),
+    a fake clock (backoffs and Permit timeouts pass at once), API-server admission of each pod. No API
+    server, no threads, no real waiting::
+
+        from scheduler.testing import SchedulerHarness, make_node, make_pod
+
+        async def test_cost_score_prefers_the_cheap_node() -> None:
+            h = SchedulerHarness(CONFIG, plugins=[CostScore])
+            h.add(make_node("cheap").label(COST, "1"), make_node("dear").label(COST, "9"))
+            pod = h.add_pod(make_pod("web"))
+            await h.settle()
+            assert h.node_of(pod) == "cheap"
+
+    `config` is a KubeSchedulerConfiguration (a dict as in the YAML file, or a loaded one; None: the
+    default profile). `plugins` are out-of-tree plugin classes to register (checked as an installed plugin
+    is), `plugin_refs` `module:Class` references like `--plugin`; installed entry points are not loaded
+    unless `entry_points`. The parts stay reachable for assertions: `cluster`, `clock`, `scheduler`.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | SchedulerConfiguration | None = None,
+        *,
+        plugins: Iterable[type[Plugin] | PluginSpec] = (),
+        plugin_refs: Iterable[str] = (),
+        entry_points: bool = False,
+        registry: PluginRegistry | None = None,
+        cluster: MemoryCluster | None = None,
+        observer: Observer | None = None,
+        seed: int | None = 0,
+    ) -> None:
+        self.registry = registry or PluginRegistry.with_out_of_tree(
+            plugin_refs, entry_points=entry_points, plugins=plugins
+        )
+        if isinstance(config, Mapping):
+            reg = self.registry
+            config = load_config(config, reg.keys(), reg.parse_args, implements=reg.implements)
+        self.cluster = cluster or MemoryCluster()
+        if cluster is None:
+            self.cluster.settles_synchronously = True  # as simulate: PreBind never waits real time
+        self.clock = FakeClock()
+        self.scheduler: Scheduler = build_scheduler(
+            self.cluster, config, clock=self.clock, seed=seed, observer=observer, registry=self.registry
+        )
+        self.cluster.attach(self.scheduler)
+        self._priority_classes: list[JSON] = []
+
+    # ------------------------------------------------------------------ objects in
+
+    def add(self, *objects: JSON | PodBuilder | NodeBuilder) -> list[JSON]:
+        """Create (or update) objects in order, as the watches would deliver them; returns the stored dicts.
+
+        Pods are admitted as the API server admits a new pod (priority from priorityClassName and the
+        PriorityClasses added so far, matchLabelKeys merged) unless they have a creationTimestamp; a pod
+        given a spec.priority without a class keeps it (what `make_pod().priority(n)` means).
+        """
+        stored: list[JSON] = []
+        for item in objects:
+            obj = item.obj() if isinstance(item, PodBuilder | NodeBuilder) else item
+            kind = obj.get("kind")
+            if kind == "Node":
+                self.cluster.apply_node(obj)
+            elif kind == "Pod":
+                if not was_created(obj):
+                    spec = obj.get("spec") or {}
+                    if spec.get("priority") is None or spec.get("priorityClassName"):  # a builder's .priority() stays
+                        admit_priorities([*self._priority_classes, obj], "harness")
+                    obj = admit_pod(obj)
+                self.cluster.apply_pod(obj)
+            elif kind == "PriorityClass":
+                admit_priorities([obj], "harness")  # validates it as the API server would
+                self._priority_classes.append(obj)
+            elif kind in KINDS:
+                self.cluster.apply_object(obj)
+            else:
+                raise ValueError(f"SchedulerHarness.add: unsupported kind {kind!r}; supported: Node, Pod, "
+                                 f"PriorityClass, {', '.join(sorted(KINDS))}")
+            stored.append(obj)
+        return stored
+
+    def add_pod(self, pod: JSON | PodBuilder) -> JSON:
+        """`add` of one pod; returns the stored dict (what `node_of`, `message`... take)."""
+        return self.add(pod)[0]
+
+    def delete(self, obj: JSON) -> None:
+        """Delete a pod, node or other object (the watch's DELETED event follows at once)."""
+        kind = obj.get("kind")
+        meta = obj.get("metadata") or {}
+        if kind == "Pod":
+            self.cluster.delete_pod(self._uid(obj))
+        elif kind == "Node":
+            self.cluster.delete_node(str(meta.get("name")))
+        else:
+            namespace, name = object_key(obj)
+            self.cluster.delete_object(str(kind), namespace, name)
+
+    # ------------------------------------------------------------------ time
+
+    async def settle(self, *, advance_clock: bool = True, expire_permits: bool = True) -> None:
+        """Schedule until nothing can progress. With `advance_clock` the fake clock jumps to the next backoff
+        expiry or Permit deadline whenever nothing else can move (so retries and timeouts happen without
+        waiting); `expire_permits=False` never jumps past a Permit deadline (pods keep waiting there, e.g.
+        for an object you add next)."""
+        advance = self.clock.advance_to if advance_clock else None
+        await self.scheduler.run_until_idle(advance=advance, permit_timeouts=expire_permits)
+
+    async def advance(self, seconds: float) -> None:
+        """Move the fake clock by `seconds` (backoffs and Permit waits due by then end), then settle without
+        moving it further: what happens in the next `seconds` of a live cluster with nothing else going on."""
+        self.clock.advance(seconds)
+        self.scheduler.expire_permit_waits()
+        await self.scheduler.run_until_idle(advance=None)
+
+    # ------------------------------------------------------------------ outcomes
+
+    @staticmethod
+    def _uid(pod: JSON | str) -> str:
+        return pod if isinstance(pod, str) else MemoryCluster._uid(pod)
+
+    def node_of(self, pod: JSON | str) -> str | None:
+        """The node a pod (its dict or uid) is bound to, or None."""
+        return self.cluster.node_of(self._uid(pod))
+
+    def condition(self, pod: JSON | str) -> PodCondition | None:
+        """The PodScheduled condition the scheduler last wrote for the pod."""
+        return self.cluster.conditions.get(self._uid(pod))
+
+    def message(self, pod: JSON | str) -> str:
+        """The PodScheduled condition's message (the FailedScheduling text of a pod left Pending); LookupError
+        when the scheduler wrote none for it."""
+        cond = self.condition(pod)
+        if cond is None:
+            raise LookupError(f"pod {self._uid(pod)} has no PodScheduled condition")
+        return cond.message
+
+    def notes(self, pod: JSON | str, reason: str = "FailedScheduling") -> list[str]:
+        """The notes of the pod's events with `reason`, oldest first."""
+        if isinstance(pod, str):
+            pod = self.cluster.pods.get(pod) or {"metadata": {"uid": pod, "name": pod}}
+        return [e.note for e in self.events_of(pod, reason)]
+
+    def events_of(self, pod: JSON, reason: str | None = None) -> list[RecordedEvent]:
+        """The events recorded about the pod, optionally only those with `reason` (e.g. FailedScheduling)."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace") or "default"), str(meta.get("name")))
+        return [e for e in self.cluster.events if (e.namespace, e.name) == key and reason in (None, e.reason)]
+
+    def waiting(self) -> list[WaitingPodView]:
+        """The pods parked at Permit right now."""
+        return list(self.scheduler.handle().iterate_over_waiting_pods())
+
+    def explain(self, pod: JSON | str) -> Explanation:
+        """`pyscheduler explain` for a pod against the cluster as it is now."""
+        from scheduler.core.explain import explain_pod
+
+        obj = self.cluster.pods[self._uid(pod)]
+        info = parse_pod(obj)
+        fwk, snapshot = self.scheduler.explain_environment(info.scheduler_name)
+        return explain_pod(fwk, info, snapshot)
+
+
+def configuration(
+    plugins: Mapping[str, Any] | None = None,
+    plugin_config: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    scheduler_name: str = "pyscheduler",
+    **top_level: Any,
+) -> JSON:
+    """A KubeSchedulerConfiguration dict with one profile: `plugins` is the profile's `plugins:` section
+    (`{"multiPoint": {"enabled": [{"name": "CostScore"}]}}`), `plugin_config` maps plugin names to args;
+    `top_level` adds fields such as percentageOfNodesToScore."""
+    profile: JSON = {"schedulerName": scheduler_name}
+    if plugins is not None:
+        profile["plugins"] = dict(plugins)
+    if plugin_config:
+        profile["pluginConfig"] = [{"name": name, "args": dict(args)} for name, args in plugin_config.items()]
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        **top_level,
+        "profiles": [profile],
+    }

@@ -20,7 +20,7 @@ from scheduler.core.api import ClusterAPI
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.interface import Handle, Plugin
 from scheduler.framework.observer import Observer
-from scheduler.framework.runtime import DYNAMIC_RESOURCES, DraPostFilter, Framework
+from scheduler.framework.runtime import DYNAMIC_RESOURCES, DraPostFilter, Framework, PluginResultError
 from scheduler.plugins.registry import PluginLoadError, PluginRegistry
 
 _registry: PluginRegistry | None = None
@@ -158,7 +158,9 @@ def build_scheduler(
         max_in_flight_binds=max_in_flight_binds,
     )
     handle = scheduler.handle()
-    scheduler.set_profiles(
-        {p.scheduler_name: build_framework(p, handle, observer, registry) for p in config.profiles}
-    )
+    frameworks = {p.scheduler_name: build_framework(p, handle, observer, registry) for p in config.profiles}
+    try:
+        scheduler.set_profiles(frameworks)
+    except PluginResultError as exc:  # e.g. events_to_register returned garbage: one line, exit 2
+        raise ConfigError(str(exc)) from exc
     return scheduler

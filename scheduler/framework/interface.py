@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Flag, auto
+from enum import Flag, IntEnum, auto
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from scheduler.framework.fit_error import NodeToStatus
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot
@@ -26,9 +26,15 @@ MIN_NODE_SCORE = 0
 
 
 class CycleState(dict[str, Any]):
-    """Per-attempt scratch space plugins write in PreFilter/PreScore and read in Filter/Score."""
+    """Per-attempt scratch space plugins write in PreFilter/PreScore and read in Filter/Score.
 
-    __slots__ = ("record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    `pods_to_activate` is upstream's PodsToActivate (state key "kubernetes.io/pods-to-activate"): pods a
+    plugin puts there (keyed "namespace/name") move from the unschedulable pool or backoffQ to activeQ at
+    the end of a successful scheduling cycle, and again at the end of a successful binding cycle (a gang
+    member waiting at Permit activates its siblings this way).
+    """
+
+    __slots__ = ("pods_to_activate", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         super().__init__()
@@ -36,6 +42,7 @@ class CycleState(dict[str, Any]):
         self.skip_score_plugins: set[str] = set()
         # Upstream times each plugin only in a sample of cycles (pluginMetricsSamplePercent = 10).
         self.record_plugin_metrics = False
+        self.pods_to_activate: dict[str, PodInfo] = {}
 
     def clone(self) -> CycleState:
         """A copy for a what-if evaluation (nominated pods added, preemption victims removed): upstream's
@@ -45,6 +52,7 @@ class CycleState(dict[str, Any]):
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
         other.record_plugin_metrics = self.record_plugin_metrics
+        other.pods_to_activate = self.pods_to_activate  # shared, as upstream's Clone returns the same map
         for key, value in self.items():
             clone = getattr(value, "clone", None)
             other[key] = clone() if callable(clone) else value
@@ -129,6 +137,28 @@ class ClusterEvent:
         return registered.resource == self.resource and bool(registered.action & self.action)
 
 
+class QueueingHint(IntEnum):
+    """Whether an event may make a pod a plugin rejected schedulable (upstream fwk.QueueingHint)."""
+
+    QUEUE_SKIP = 0
+    QUEUE = 1
+
+
+QueueingHintFn = Callable[[PodInfo, Any, Any], QueueingHint]
+"""`hint(pod, old, new)`: called for a pod the plugin rejected when a registered event happens; `old` and
+`new` are the object before and after (None for an add or a delete): a NodeRecord for Node events, a PodInfo
+for pod events, the raw dict for other kinds. Raising counts as QUEUE, so a buggy hint never strands a pod."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """A registered event with an optional QueueingHint function (upstream fwk.ClusterEventWithHint);
+    without one, every matching event requeues the pods the plugin rejected."""
+
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
+
+
 # Events the queue reacts to for pods no plugin claims (e.g. rejected by an Error), and the 5 min flush.
 EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, ActionType.ALL, "UnschedulableTimeout")
 EVENT_FORCE_ACTIVATE = ClusterEvent(WILDCARD, ActionType.ALL, "ForceActivate")
@@ -181,8 +211,9 @@ class WaitingPodView(Protocol):
         """`plugin` lets the pod go; it binds once every waiting plugin allowed it."""
         ...
 
-    def reject(self, plugin: str, message: str) -> None:
-        """Fail the pod's attempt: it goes back to the queue as unschedulable with `message`."""
+    def reject(self, plugin: str, message: str) -> bool:
+        """Fail the pod's attempt: it goes back to the queue as unschedulable with `message`. False when
+        the pod's wait was already decided (allowed, rejected or timed out)."""
         ...
 
 
@@ -244,9 +275,11 @@ class Plugin:
 
 
 class EnqueueExtensions:
-    """Plugins that can reject pods say which cluster events could make those pods schedulable again."""
+    """Plugins that can reject pods say which cluster events could make those pods schedulable again
+    (upstream EventsToRegister), each optionally with a QueueingHint function that looks at the pod and
+    the changed object to skip events that cannot help it."""
 
-    def events_to_register(self) -> list[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
         return [ClusterEvent(WILDCARD, ActionType.ALL)]
 
 
@@ -266,8 +299,12 @@ class FixCandidate:
     The explain engine never trusts the proposal: it applies `pod` (to the pod) and/or `snapshot` (to the
     cluster's nodes) to copies, re-runs every PreFilter/Filter on every node, and reports the nodes that
     become feasible. Candidates with the same `key` are one change; of those, the one with the largest
-    `magnitude` is kept (e.g. the largest request that still fits somewhere). `data` is the change in
-    structured form for JSON (`{"toleration": {...}}`, `{"resource": "cpu", "request": "1500m"}`...).
+    `magnitude` is tried first (the smallest change: the largest request that still fits somewhere); the
+    others are the steps of a ladder ("cpu <= 1800m: 1 node; <= 500m: 3 nodes"), each labelled by `step`.
+    `data` is the change in structured form for JSON, applied literally (`{"toleration": {...}}`,
+    `{"resource": "cpu", "request": "1500m"}`...; docs/explain.md). `partial` says the change alone cannot
+    lift this plugin's rejection of the node (the node needs another of the plugin's proposals too), so the
+    engine keeps it for combinations only.
     """
 
     key: str
@@ -277,6 +314,8 @@ class FixCandidate:
     snapshot: Callable[[Snapshot], Snapshot] | None = None
     magnitude: float = 0.0
     data: Mapping[str, Any] = field(default_factory=dict)
+    step: str = ""
+    partial: bool = False
 
 
 class ExplainExtensions:
@@ -306,6 +345,13 @@ class ObjectEventHandler:
 
 
 class QueueSortPlugin(Plugin):
+    """Orders activeQ (one per scheduler). Define `less` like upstream's Less; in-tree sorts define the
+    faster `sort_key` instead (a heap key from the queue's own fields), which the queue then uses."""
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """Whether `a` pops before `b` (upstream Less(QueuedPodInfo, QueuedPodInfo))."""
+        raise NotImplementedError
+
     def sort_key(self, priority: int, timestamp: float, seq: int) -> tuple[Any, ...]:
         """A key such that smaller keys pop first (the heap form of Less)."""
         raise NotImplementedError

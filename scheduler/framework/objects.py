@@ -13,6 +13,7 @@ its input file. A change of one of these objects is a cluster event named after 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -87,7 +88,7 @@ def register_kind(kind: str, info: KindInfo) -> None:
     KINDS[kind] = info
 
 
-def object_key(obj: JSON) -> tuple[str, str]:
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     """(namespace, name) of an object; cluster-scoped objects have namespace ""."""
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")

@@ -13,8 +13,8 @@ from scheduler.core.explain import explain_pod, render_text
 from scheduler.framework.interface import CycleState
 from scheduler.framework.runtime import PRE_FILTER_STOPPED_AT
 from scheduler.framework.status import Code
-from scheduler.testing import make_node, make_pod, make_pvc, storage_class
-from tests.core.test_volume_scheduling import Env, nodes
+from scheduler.testing import SchedulerHarness, make_node, make_pod, make_pvc, storage_class
+from tests.core.test_volume_scheduling import nodes
 
 JSON = dict[str, Any]
 MISSING = '0/2 nodes are available: persistentvolumeclaim "data" not found.'
@@ -51,9 +51,9 @@ def _profile(**plugins: Any) -> JSON:
 )
 async def test_message_after_a_prefilter_rejection(config: JSON | None, expected: str) -> None:
     """A pod whose claim does not exist: VolumeBinding's PreFilter rejects it (UnschedulableAndUnresolvable)."""
-    env = Env(config)
+    env = SchedulerHarness(config)
     nodes(env, "n1", "n2")
-    pod = env.pod(make_pod("db").pvc("data"))
+    pod = env.add_pod(make_pod("db").pvc("data"))
     await env.settle()
     assert env.node_of(pod) is None
     cond = env.cluster.conditions[pod["metadata"]["uid"]]
@@ -62,28 +62,28 @@ async def test_message_after_a_prefilter_rejection(config: JSON | None, expected
 
 async def test_a_filter_rejection_is_left_to_preemption() -> None:
     """PreFilter ran to the end (DynamicResources' too): its PostFilter has nothing to say, preemption answers."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").capacity(cpu="1").obj())
     env.cluster.apply_node(make_node("n2").capacity(cpu="1").obj())
-    pod = env.pod(make_pod("big").req(cpu="2"))
+    pod = env.add_pod(make_pod("big").req(cpu="2"))
     await env.settle()
     assert env.message(pod) == "0/2 nodes are available: 2 Insufficient cpu." + NOT_HELPFUL  # larger than any node
 
 
 async def test_an_unbound_immediate_claim_also_ends_with_not_found() -> None:
-    env = Env()
+    env = SchedulerHarness()
     nodes(env, "n1", "n2")
     env.cluster.provisioning = False
     env.cluster.apply_object(storage_class("now", mode="Immediate", provisioner="csi.example.com"))
     env.cluster.apply_object(make_pvc("data").storage_class("now").obj())
-    pod = env.pod(make_pod("db").pvc("data"))
+    pod = env.add_pod(make_pod("db").pvc("data"))
     await env.settle()
     assert env.message(pod) == "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"
 
 
 def test_stand_in_follows_where_prefilter_stopped() -> None:
     """Only a stop at a plugin ordered before DynamicResources counts; a plugin a configuration adds runs after."""
-    env = Env()
+    env = SchedulerHarness()
     fwk = env.scheduler.profiles["pyscheduler"]
     assert fwk.dra_post_filter is not None
     assert fwk.dra_post_filter_error(CycleState()) is None  # PreFilter ran to the end
@@ -100,7 +100,7 @@ def test_stand_in_follows_where_prefilter_stopped() -> None:
 
 
 def test_explain_says_preemption_is_not_tried() -> None:
-    env = Env()
+    env = SchedulerHarness()
     nodes(env, "n1", "n2")
     fwk = env.scheduler.profiles["pyscheduler"]
     env.scheduler.cache.update_snapshot(env.scheduler.snapshot)

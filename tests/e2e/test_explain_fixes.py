@@ -199,3 +199,45 @@ async def test_text_output_through_kubectl(
     out = await kubectl(kubectl_env, "pyscheduler", "explain", "-n", namespace, "p", "--context", context)
     assert "1 node(s): NodeUnschedulable: node(s) were unschedulable" in out
     assert f"1. uncordon node {namespace}-n1 -> 1 node(s)" in out
+
+
+async def test_issue_22_cpu_alone_fixes_cpu_and_cordon(
+    pyscheduler: PySchedulerProcess, kubectl_env: dict[str, str], api_client: ApiClient, namespace: str,
+    create_node: NodeFactory, create_pod: PodFactory,
+) -> None:
+    """Short of cpu everywhere, one node also cordoned: the fix is 1800m alone (the largest free cpu of a node
+    where cpu is the only blocker), with a ladder; recreated with it, the pod binds there."""
+    for name, used, cordoned in (("n1", "2200m", False), ("n2", "2", True), ("n3", "3500m", False)):
+        await create_node(f"{namespace}-{name}", cpu="4", unschedulable=cordoned)
+        await create_pod(f"used-{name}", node_name=f"{namespace}-{name}", requests={"cpu": used}, scheduler_name="x")
+    await create_pod("big", requests={"cpu": "3"})
+    fix = await pending_then_explained(api_client, kubectl_env, namespace, "big", "lower-request")
+    assert fix["change"] == {"resource": "cpu", "request": "1800m"} and fix["nodes"] == [f"{namespace}-n1"]
+    assert [s["step"] for s in fix["ladder"]] == ["cpu <= 1800m", "cpu <= 500m"]
+    await request_json(
+        api_client, "DELETE", f"/api/v1/namespaces/{namespace}/pods/big", query={"gracePeriodSeconds": 0}
+    )
+    await create_pod("big2", requests={"cpu": fix["change"]["request"]})
+    assert (await wait_for_pod_bound(api_client, namespace, "big2"))["spec"]["nodeName"] == f"{namespace}-n1"
+
+
+async def test_drop_node_affinity(
+    pyscheduler: PySchedulerProcess, kubectl_env: dict[str, str], api_client: ApiClient, namespace: str,
+    create_node: NodeFactory, create_pod: PodFactory,
+) -> None:
+    """Issue 22: the affinity's only requirement is the whole required affinity to drop (not an empty term);
+    the JSON names exactly what the manifest loses, and without it the pod binds."""
+    await create_node(f"{namespace}-amd", labels={"kubernetes.io/arch": "amd64"})
+    required = {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]}
+    ]}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    await create_pod("p", spec={"affinity": affinity})
+    fix = await pending_then_explained(api_client, kubectl_env, namespace, "p", "drop-node-affinity")
+    assert fix["change"] == {"requiredDuringSchedulingIgnoredDuringExecution": required}
+    assert fix["nodes"] == [f"{namespace}-amd"]
+    await request_json(
+        api_client, "DELETE", f"/api/v1/namespaces/{namespace}/pods/p", query={"gracePeriodSeconds": 0}
+    )
+    await create_pod("p2")
+    assert (await wait_for_pod_bound(api_client, namespace, "p2"))["spec"]["nodeName"] == f"{namespace}-amd"

@@ -26,8 +26,7 @@ from scheduler.plugins.node_declared_features import (
     PRE_FILTER_STATE_KEY,
     NodeDeclaredFeatures,
 )
-from scheduler.testing import make_node, make_pod
-from tests.core.test_scheduler import Env
+from scheduler.testing import SchedulerHarness, make_node, make_pod
 
 JSON = dict[str, Any]
 FEATURE1, FEATURE2 = "TestFeature1", "TestFeature2"
@@ -171,10 +170,10 @@ def test_events_to_register() -> None:
 
 async def test_rejected_pod_moves_only_when_a_node_declares_features() -> None:
     """Requeueing: an allocatable change leaves the pod parked, a declared-features change moves and binds it."""
-    env = Env()
+    env = SchedulerHarness()
     for name in ("n1", "n2"):
         env.cluster.apply_node(make_node(name).obj())
-    obj = env.pod(make_pod("restarter").req(cpu="100m").restart_rule())
+    obj = env.add_pod(make_pod("restarter").req(cpu="100m").restart_rule())
     await env.settle()
     uid = obj["metadata"]["uid"]
     assert env.node_of(obj) is None
@@ -189,10 +188,10 @@ async def test_rejected_pod_moves_only_when_a_node_declares_features() -> None:
 
 async def test_an_update_of_the_pod_that_drops_the_requirement_requeues_it() -> None:
     """The pod's own update (upstream's TargetPod Update hint): without the rule it binds anywhere."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").obj())
     builder = make_pod("restarter").uid("uid-restarter").req(cpu="100m").restart_rule()
-    obj = env.pod(builder)
+    obj = env.add_pod(builder)
     await env.settle()
     assert env.node_of(obj) is None
     plain = make_pod("restarter").uid("uid-restarter").req(cpu="100m").obj()
@@ -210,12 +209,12 @@ STORY_MESSAGE = (
 async def test_issue_story_and_its_explanation() -> None:
     """Issue 19: the pod goes to n1 (the only declaring node); the copy pinned to n2 gets upstream's message,
     and explain names the missing feature on n2 and proves the fix "a node that declares it"."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").declared_features(RESTART_ALL_CONTAINERS).obj())
     for name in ("n2", "n3"):
         env.cluster.apply_node(make_node(name).obj())
-    free = env.pod(make_pod("restarter").req(cpu="100m").restart_rule())
-    pinned = env.pod(make_pod("restarter-on-n2").req(cpu="100m").restart_rule().node_selector(
+    free = env.add_pod(make_pod("restarter").req(cpu="100m").restart_rule())
+    pinned = env.add_pod(make_pod("restarter-on-n2").req(cpu="100m").restart_rule().node_selector(
         **{"kubernetes.io/hostname": "n2"}))
     await env.settle()
     assert env.node_of(free) == "n1"

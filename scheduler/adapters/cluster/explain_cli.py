@@ -31,7 +31,7 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config import kube_config
 from kubernetes_asyncio.config.config_exception import ConfigException
 
-from scheduler.adapters.cluster.client import ApiError, ClientConfigError, KubeClient
+from scheduler.adapters.cluster.client import ApiError, ClientConfigError, KubeClient, transport_error_text
 from scheduler.adapters.cluster.debug import pod_getter
 from scheduler.adapters.cluster.watch import LIST_PAGE_SIZE, NODES_PATH, POD_FIELD_SELECTOR, PODS_PATH
 from scheduler.adapters.memory import MemoryCluster
@@ -158,7 +158,10 @@ async def from_server(
             "--certificate-authority, or --insecure-skip-tls-verify for pyscheduler's self-signed certificate"
         ) from exc
     except (aiohttp.ClientError, TimeoutError) as exc:
-        raise ExplainError(f"{url}: {exc or type(exc).__name__}") from exc
+        raise ExplainError(
+            f"cannot reach the scheduler at {server}: {transport_error_text(exc)} (is it running with "
+            "--enable-debug-handlers, and is the URL's port its --port, 10259 by default?)"
+        ) from exc
     if status == 401:
         how = "the token was not accepted" if headers else "no credential was sent"
         raise ExplainError(
@@ -183,12 +186,56 @@ async def from_server(
     return body.rstrip("\n")
 
 
+def no_kubeconfig_text() -> str:
+    """Why no credentials were found, and what to pass (instead of the in-cluster loader's "Service host/port
+    is not set.", which says nothing to someone at a shell)."""
+    listed = os.environ.get("KUBECONFIG")
+    where = (
+        f"$KUBECONFIG names no existing file ({listed})"
+        if listed
+        else f"$KUBECONFIG is not set and {os.path.expanduser('~/.kube/config')} does not exist"
+    )
+    return (
+        f"no kubeconfig: --kubeconfig is not given, {where}, and this is not a pod in a cluster "
+        "(KUBERNETES_SERVICE_HOST is not set). Pass --kubeconfig PATH (or set KUBECONFIG), or explain a pod "
+        "of a dump offline with `pyscheduler simulate DUMP.yaml --explain NS/NAME`"
+    )
+
+
+def api_failure_text(exc: ApiError, server: str, kubeconfig: str | None, context: str | None) -> str:
+    """What went wrong talking to the API server, with where the address and credentials came from."""
+    source = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster configuration"
+    if context:
+        source += f", context {context}"
+    if exc.status == 0:
+        cause = exc.__cause__
+        why = transport_error_text(cause) if cause is not None else exc.message
+        return (
+            f"cannot reach the API server {server} ({source}): {why}. Is the cluster running, and is this the "
+            "right kubeconfig and context?"
+        )
+    if exc.status == 401:
+        return (
+            f"the API server {server} did not accept the credentials of {source} (401 Unauthorized): log in "
+            "again, or pick another --context"
+        )
+    if exc.status == 403:
+        return (
+            f"the API server {server} refused ({source}): 403 {exc.message} (explain needs get on the pod and "
+            "list on nodes, pods and the objects its plugins read)"
+        )
+    return f"the API server {server} answered {exc.status} {exc.reason}: {exc.message}"
+
+
 async def explain_from_api(
     config: SchedulerConfiguration, kubeconfig: str | None, namespace: str, name: str, context: str | None = None
 ) -> Explanation:
     """LIST the cluster, load it into an in-memory scheduler and explain the pod against it."""
+    kubeconfig = kubeconfig or (config.client_connection.kubeconfig or None)
+    if kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        raise ExplainError(no_kubeconfig_text(), EXIT_USAGE)
     client = await KubeClient.create(
-        kubeconfig or (config.client_connection.kubeconfig or None),
+        kubeconfig,
         qps=config.client_connection.qps,
         burst=config.client_connection.burst,
         context=context,
@@ -207,7 +254,7 @@ async def explain_from_api(
             *(client.list_all(KINDS[kind].list_path(), limit=LIST_PAGE_SIZE) for kind in kinds),
         )
     except ApiError as exc:
-        raise ExplainError(f"the API server answered {exc.status}: {exc.message}") from exc
+        raise ExplainError(api_failure_text(exc, str(client.configuration.host), kubeconfig, context)) from exc
     finally:
         await client.close()
     for kind, (objects, _) in zip(kinds, others, strict=True):

@@ -173,6 +173,13 @@ class SchedulerMetrics(Observer):
             ["plugin", "extension_point"],
             registry=registry,
         )
+        self.plugin_long_calls = Counter(
+            "pyscheduler_plugin_long_calls",
+            "Plugin calls found blocking the scheduling loop for over a second, by plugin and extension point "
+            "(each one stalls every pod behind it; leader election and the probes run on their own loop).",
+            ["plugin", "extension_point"],
+            registry=registry,
+        )
         self.leader = Gauge("pyscheduler_leader", "1 while this replica holds the leader lease.", registry=registry)
         self.build = Info("pyscheduler_build", "Build information.", registry=registry)
         self.build.info({"version": "0.1.0"})
@@ -232,6 +239,10 @@ class SchedulerMetrics(Observer):
 
     def plugin_error(self, plugin: str, point: str) -> None:
         self.plugin_errors.labels(plugin, point).inc()
+
+    def plugin_long_call(self, plugin: str, point: str) -> None:
+        """From the stall monitor's thread (prometheus_client's counters are thread-safe)."""
+        self.plugin_long_calls.labels(plugin, point).inc()
 
     def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
         """rest_client_requests_total and rest_client_request_duration_seconds for one API call."""

@@ -1,0 +1,1 @@
+"""Dynamic Resource Allocation: CEL for device selectors (cel), the structured-parameters allocator (structured)."""
