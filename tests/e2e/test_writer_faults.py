@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,28 @@ async def proxied(control_plane: ControlPlane, tmp_path: Path) -> AsyncIterator[
         await writer.close(2.0)
         await client.close()
         await proxy.stop()
+
+
+@contextlib.asynccontextmanager
+async def scheduling(scheduler: Scheduler, writer: ClusterWriter) -> AsyncIterator[None]:
+    """The writer's workers and the scheduler's loop run inside; on exit the loop stops (binds drained)."""
+    writer.start()
+    stop = asyncio.Event()
+    loop = asyncio.create_task(scheduler.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(loop, 30)
+
+
+def _bound_count(scheduler: Scheduler, count: int) -> Callable[[], Awaitable[bool]]:
+    """A wait_for probe: the scheduler has counted `count` pods bound."""
+
+    async def probe() -> bool:
+        return scheduler.bound_count == count
+
+    return probe
 
 
 def _scheduled_condition(pod: JSON) -> tuple[Any, Any, Any]:
@@ -118,20 +140,10 @@ async def test_a_lost_bind_reply_is_recorded_as_our_binding(
     for obj in node_objs.values():
         scheduler.on_node_event(None, obj)
     scheduler.on_pod_event(None, created)  # no watch runs: the scheduler learns nothing else
-    writer.start()
-    stop = asyncio.Event()
-    loop = asyncio.create_task(scheduler.run(stop))
-    try:
+    async with scheduling(scheduler, writer):
         proxied.proxy.lose_replies(is_binding, 1 + proxied.client.max_retries)
-
-        async def bound() -> bool:
-            return scheduler.bound_count == 1
-
-        await wait_for(bound, what="the pod to count as bound", within=60)
+        await wait_for(_bound_count(scheduler, 1), what="the pod to count as bound", within=60)
         assert await writer.flush(20)
-    finally:
-        stop.set()
-        await asyncio.wait_for(loop, 30)
     landed = (await get_pod(api_client, namespace, "p"))["spec"]["nodeName"]
     assert landed in nodes, "the lost bind was committed"
     assert proxied.proxy.stats.lost_replies == 1 + proxied.client.max_retries
@@ -279,10 +291,8 @@ async def test_pyscheduler_keeps_the_room_of_an_unanswered_bind(
     scheduler.on_node_event(None, node)
     scheduler.on_pod_event(None, q)
     scheduler.on_pod_event(None, p)
-    writer.start()
-    stop = asyncio.Event()
-    loop = asyncio.create_task(scheduler.run(stop))
-    try:
+    async with scheduling(scheduler, writer):
+
         async def p_in_doubt() -> bool:
             return p["metadata"]["uid"] in scheduler.resolving and proxied.proxy.stats.lost_replies > 1
 
@@ -298,15 +308,8 @@ async def test_pyscheduler_keeps_the_room_of_an_unanswered_bind(
         assert message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
         assert await _on(api_client, namespace, fault.node) == ["p"], "q must not take p's room"
         fault.losing = False  # p can be read again
-
-        async def p_bound() -> bool:
-            return scheduler.bound_count == 1
-
-        await wait_for(p_bound, what="p to count as bound", within=60)
+        await wait_for(_bound_count(scheduler, 1), what="p to count as bound", within=60)
         assert await writer.flush(20)
-    finally:
-        stop.set()
-        await asyncio.wait_for(loop, 30)
     assert await _on(api_client, namespace, fault.node) == ["p"]
     events = await list_events(api_client, namespace)
     notes = [(e["reason"], e["note"]) for e in events if e["regarding"]["name"] == "p"]
