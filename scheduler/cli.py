@@ -21,43 +21,45 @@ def _split_pod_ref(ref: str) -> tuple[str, str]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from scheduler.config.documents import DocumentError, decode_text
     from scheduler.core import gc_policy
     from scheduler.core.explain import render_text
-    from scheduler.simulate import InputError, load_documents, render_table, simulate
+    from scheduler.progress import Progress
+    from scheduler.simulate import InputError, read_cluster, render_table, simulate
 
     config = load_config_or_report(args.config, plugins=args.plugin)
     if config is None:
         return EXIT_USAGE
     gc_policy.tune()
+    progress = Progress()  # silent unless it takes more than 2 s
     try:
-        if args.cluster == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(args.cluster, "rb") as fh:
-                data = fh.read()
         with gc_policy.bulk_load():  # a whole dump's objects, all alive until the end: no collections meanwhile
-            objects = load_documents(decode_text(data, args.cluster), args.cluster)
-            del data
+            objects = read_cluster(args.cluster, progress.phase)
     except OSError as exc:
+        progress.done("failed")
         print(f"error: {args.cluster}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (InputError, DocumentError) as exc:
+    except InputError as exc:
+        progress.done("failed")
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    progress.phase(f"scheduling {len(objects):,} objects")
     try:
         result = simulate(objects, config, seed=args.seed, own_objects=True)
     except ConfigError as exc:  # a plugin that fails to start
+        progress.done("failed")
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     explanation = None
     if args.explain:
+        progress.phase(f"explaining {args.explain}")
         ns, name = _split_pod_ref(args.explain)
         try:
             explanation = result.explain(ns, name)
         except KeyError as exc:
+            progress.done("failed")
             print(f"error: {exc.args[0]}", file=sys.stderr)
             return EXIT_USAGE
+    progress.done()
     if args.output == "json":
         doc: dict[str, object] = result.to_json()
         if explanation is not None:
