@@ -25,7 +25,7 @@ from scheduler.core.clock import FakeClock
 from scheduler.core.explain import Explanation, explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
-from scheduler.framework.objects import KINDS
+from scheduler.framework.objects import KINDS, NAMESPACE, SYSTEM_NAMESPACES
 from scheduler.framework.types import ParseError, PodInfo, parse_node, parse_pod, tolerations_tolerate
 from scheduler.plugins.node_affinity import RequiredNodeAffinity
 from scheduler.validation import validate
@@ -449,8 +449,20 @@ async def simulate_async(
         order.append(uid)
         names[uid] = (str(meta.get("namespace") or "default"), str(meta.get("name")))
 
+    objects = list(objects) if not isinstance(objects, list) else objects
+    namespaces = _namespaces(objects)
+    for name in SYSTEM_NAMESPACES:
+        if name not in namespaces:
+            cluster.apply_object(_namespace(name))
+    declared = set(SYSTEM_NAMESPACES) | namespaces
+
     for obj in objects:
         kind = obj["kind"]
+        if kind == "Pod":
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+            if namespace not in declared:  # a pod's namespace exists in the cluster it was dumped from
+                declared.add(namespace)
+                cluster.apply_object(_namespace(namespace))
         if kind == "Node":
             cluster.apply_node(obj)
             for ds in daemonsets:
@@ -499,6 +511,18 @@ async def simulate_async(
             message = failure[1] if failure else None
         result.outcomes.append(Outcome(ns, name, node, message, preempted_by))
     return result
+
+
+def _namespaces(objects: list[JSON]) -> set[str]:
+    return {
+        str((obj.get("metadata") or {}).get("name")) for obj in objects if obj.get("kind") == NAMESPACE
+    }
+
+
+def _namespace(name: str) -> JSON:
+    """A Namespace as kube-apiserver has it: for the system ones, and for a pod's namespace the file omits
+    (a `kubectl get nodes,pods -A` dump has none); labels beyond its name are unknown, so it has none."""
+    return {"apiVersion": "v1", "kind": NAMESPACE, "metadata": {"name": name}}
 
 
 def simulate(

@@ -23,7 +23,6 @@ from scheduler.framework.labels import (
     label_key_errors,
     label_value_errors,
     not_supported,
-    parse_go_int64,
     quote_value,
 )
 from scheduler.framework.quantity import parse_quantity
@@ -241,7 +240,7 @@ def _node_selector_requirement(errs: _Errors, raw: Any, path: str, fields: bool)
         errs.append(required(f"{path}.values") + ": must be specified when `operator` is 'In' or 'NotIn'")
     elif op in ("Exists", "DoesNotExist") and values:
         errs.append(f"{path}.values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
-    elif op in ("Gt", "Lt") and (len(values) != 1 or parse_go_int64(values[0]) is None):
+    elif op in ("Gt", "Lt") and len(values) != 1:  # an integer is not required: such a term matches nothing
         errs.append(required(f"{path}.values") + ": must be specified single value when `operator` is 'Lt' or 'Gt'")
     if key is not None and label_key_errors(key):
         errs.append(invalid(f"{path}.key", key, "; ".join(label_key_errors(key))))
