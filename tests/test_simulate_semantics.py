@@ -32,7 +32,11 @@ def _claim(name: str, cls: str, phase: str | None) -> JSON:
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
         "metadata": {"name": name, "namespace": "default"},
-        "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        "spec": {
+            "storageClassName": cls,
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
     }
     if phase is not None:
         claim["status"] = {"phase": phase}
@@ -66,7 +70,8 @@ def test_a_dumps_pending_immediate_claim_is_not_provisioned(phase: str | None, b
         assert messages == {"default/db": None}
     else:
         # Upstream's words, whole (tests/core/test_volume_scheduling.py; e2e test_volumes.py against the binary).
-        assert messages == {"default/db": "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"}
+        unbound = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"
+        assert messages == {"default/db": unbound}
 
 
 @pytest.mark.parametrize(
@@ -81,7 +86,8 @@ def test_gt_lt_with_a_non_integer_is_accepted_and_matches_nothing(operator: str,
     which cannot be parsed, matches no node (upstream's node affinity message)."""
     pod = make_pod("p", "default").req(cpu="100m").obj()
     term = {"matchExpressions": [{"key": "gen", "operator": operator, "values": [value]}]}
-    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    required = {"nodeSelectorTerms": [term]}
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
     messages = _run([make_node("n1").capacity(cpu="4").label("gen", "3").obj(), pod])
     assert messages == {
         "default/p": "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
