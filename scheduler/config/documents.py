@@ -146,7 +146,8 @@ def load_all(text: str, source: str) -> list[Any]:
             pass  # YAML flow style also starts with { or [
 
     def house(part: str) -> list[Any]:
-        return [bounded(doc, f"{source}: document {i + 1}") for i, doc in enumerate(_load_yaml(part, source))]
+        docs = [bounded(doc, f"{source}: document {i + 1}") for i, doc in enumerate(_load_yaml(part, source))]
+        return [without_lone_surrogates(doc) for doc in docs] if _SURROGATE_ESCAPE.search(part) else docs
 
     if caching.ENABLED:
         try:
@@ -176,7 +177,40 @@ def _load_json(text: str) -> Any:
             return msgspec.json.decode(text)
         except (msgspec.DecodeError, RecursionError):
             pass
-    return json.loads(text)
+    doc = json.loads(text)
+    return without_lone_surrogates(doc) if _SURROGATE_ESCAPE.search(text) else doc
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")  # the only way a surrogate gets into parsed text
+
+
+def without_lone_surrogates(doc: Any) -> Any:
+    """Each lone UTF-16 surrogate (`"\\udc80"`, legal JSON and YAML escapes) replaced by U+FFFD, as Go's JSON
+    decoder in kube-apiserver replaces it: the string is then a plain one that validation judges (a label
+    `app\ufffd` is refused with the apiserver's words) instead of text no encoder can write. Iterative: any
+    depth the parser accepted."""
+
+    def clean(value: str) -> str:
+        return _SURROGATE.sub("\ufffd", value) if not value.isascii() else value
+
+    if isinstance(doc, str):
+        return clean(doc)
+    stack = [doc] if isinstance(doc, dict | list) else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in [k for k in node if isinstance(k, str) and clean(k) is not k]:
+                node[clean(key)] = node.pop(key)
+            items: Any = node.items()
+        else:
+            items = enumerate(node)
+        for key, value in list(items):
+            if isinstance(value, str):
+                node[key] = clean(value)
+            elif isinstance(value, dict | list):
+                stack.append(value)
+    return doc
 
 
 def _load_yaml(text: str, source: str) -> list[Any]:
