@@ -34,11 +34,10 @@ def _pod(name: str, node: str | None = None, gate: bool = False) -> JSON:
     spec = obj["spec"]
     term = {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
     expression = {"key": "zone", "operator": "In", "values": ["z1"]}
+    required = {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}
     spec["affinity"] = {
         "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]},
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}
-        },
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required},
     }
     spec["topologySpreadConstraints"] = [
         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
