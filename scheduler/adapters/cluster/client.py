@@ -19,6 +19,7 @@ import logging
 import os
 import random
 import re
+import ssl
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -97,6 +98,21 @@ class ApiError(Exception):
         self.reason = reason
         self.message = message or reason or f"HTTP {status}"
         self.body = body
+
+
+def server_url_problem(server: str) -> str | None:
+    """Why the kubeconfig's server cannot be reached at all (not a URL), or None: said once at startup
+    instead of every request retrying an InvalidUrlClientError."""
+    if not server:
+        return "the cluster's server is empty (want https://HOST[:PORT])"
+    try:
+        parts = urlsplit(server)
+        _ = parts.port  # raises for a port that is not a number in range
+    except ValueError as exc:
+        return f"the cluster's server {server!r} is not a URL: {exc}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"the cluster's server {server!r} is not a URL (want https://HOST[:PORT])"
+    return None
 
 
 class ClientConfigError(Exception):
@@ -227,16 +243,22 @@ class KubeClient:
             raise ClientConfigError(f"{where}: {exc}") from exc
         except Exception as exc:  # the loader's KeyError/TypeError/... on a malformed file: one clear line
             raise ClientConfigError(f"{where}: malformed ({type(exc).__name__}: {exc})") from exc
+        problem = server_url_problem(str(configuration.host or ""))
+        if problem:
+            raise ClientConfigError(f"{where}: {problem}")
         # One connection per concurrently allowed request, plus a few for LISTs; kopf has its own pool.
         configuration.connection_pool_maxsize = max(burst, 8) + 4
-        return cls(
-            configuration,
-            qps=qps,
-            burst=burst,
-            connect_timeout=connect_timeout,
-            request_timeout=request_timeout,
-            max_retries=max_retries,
-        )
+        try:
+            return cls(
+                configuration,
+                qps=qps,
+                burst=burst,
+                connect_timeout=connect_timeout,
+                request_timeout=request_timeout,
+                max_retries=max_retries,
+            )
+        except (ssl.SSLError, OSError) as exc:  # the TLS context is built here: certificates and keys are read
+            raise ClientConfigError(f"{where}: client certificate, key or CA unusable: {exc}") from exc
 
     async def close(self) -> None:
         await self.api_client.close()
