@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from typing import Final
 
 from scheduler.caching import switchable_lru_cache
 
@@ -82,6 +83,37 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if integer_digits > MAX_DECIMAL_MAGNITUDE and value != 0:
         raise QuantityError(f"quantity too large: {text!r}")
     return -value if sign == "-" else value
+
+
+_DECIMAL_SUFFIXES: Final = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""), (-3, "m"),
+                            (-6, "u"), (-9, "n"))
+_BINARY_SUFFIXES: Final = ((60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki"))
+
+
+def canonical(text: str | int | float) -> str:
+    """Quantity.String() of a valid quantity, as field errors print it: "1.5" is "1500m", "1024Mi" "1Gi",
+    "2000" "2k"; binary suffixes stay binary for whole values of 1024 or more; below 1n rounds up to it."""
+    value = parse_quantity(text)
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    binary = isinstance(text, str) and text.strip().endswith("i")
+    if binary and value >= 1024 and value.denominator == 1:
+        number = int(value)
+        for shift, suffix in _BINARY_SUFFIXES:
+            if number % (1 << shift) == 0:
+                return f"{sign}{number >> shift}{suffix}"
+        return f"{sign}{number}"
+    exponent_form = isinstance(text, str) and ("e" in text or "E" in text)
+    nanos = _ceil(value * 10**9)
+    for power, suffix in _DECIMAL_SUFFIXES:
+        if nanos % 10 ** (power + 9) == 0:
+            mantissa = nanos // 10 ** (power + 9)
+            if exponent_form:
+                return f"{sign}{mantissa}" + (f"e{power}" if power else "")
+            return f"{sign}{mantissa}{suffix}"
+    return f"{sign}{nanos}n"  # pragma: no cover - every integer is a multiple of 10**0
 
 
 def _ceil(value: Fraction) -> int:
