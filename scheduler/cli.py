@@ -1,4 +1,7 @@
-"""The `pyscheduler` command: run (in a cluster), simulate (offline from a YAML dump), explain."""
+"""The `pyscheduler` command: run (in a cluster), simulate (offline from a YAML dump), explain.
+
+Each command imports what it needs when it runs: `explain --server` is one HTTP request and must not pay for
+the scheduler's framework, plugins and Kubernetes client at every start."""
 
 from __future__ import annotations
 
@@ -6,9 +9,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-
-from scheduler.config.errors import ConfigError
-from scheduler.core.profile import load_config_or_report
 
 EXIT_USAGE = 2
 
@@ -21,7 +21,9 @@ def _split_pod_ref(ref: str) -> tuple[str, str]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from scheduler.config.errors import ConfigError
     from scheduler.core import gc_policy
+    from scheduler.core.profile import load_config_or_report
     from scheduler.core.explain import render_text
     from scheduler.progress import Progress
     from scheduler.simulate import InputError, read_cluster, render_table, simulate

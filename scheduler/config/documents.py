@@ -170,6 +170,15 @@ def load_json_bytes(data: bytes) -> Any | None:
         return None
 
 
+def json_bytes(raw: bytes) -> Any:
+    """An API answer decoded by msgspec (1.5-3x faster than json, the same values), json's reading when
+    msgspec refuses what json accepts (a ValueError either way when it is no JSON)."""
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return json.loads(raw)
+
+
 def _load_json(text: str) -> Any:
     """msgspec's decoder where it agrees with json's (it refuses NaN, lone surrogates, 1e400: json reads them)."""
     if caching.ENABLED:

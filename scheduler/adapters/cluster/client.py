@@ -33,7 +33,7 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 
-from scheduler.config.documents import DocumentError, decode_text, load_all
+from scheduler.config.documents import DocumentError, decode_text, json_bytes, load_all
 
 log = logging.getLogger("pyscheduler.client")
 
@@ -334,7 +334,7 @@ class KubeClient:
                     return raw
                 if not raw:
                     return None
-                return json.loads(raw)
+                return json_bytes(raw)
             reason, message, decoded = status_message(status, raw)
             retryable = status in RETRYABLE_STATUSES and (retry == "always" or status == 429)
             if retryable and attempt <= self.max_retries:
@@ -443,7 +443,7 @@ class KubeClient:
                 pending = fetch(peeked) if peeked else None
                 if pending is not None:
                     await asyncio.sleep(0)  # let the prefetch send its request before we decode this page
-                page = json.loads(raw) if raw else {}
+                page = json_bytes(raw) if raw else {}
                 del raw
                 meta = page.get("metadata") or {}
                 token = str(meta.get("continue") or "")
