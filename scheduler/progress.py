@@ -22,6 +22,7 @@ class Progress:
         self._start = time.monotonic()
         self._phase = ""
         self._shown = False
+        self._due = False
         self._lock = threading.Lock()
         self._timer = threading.Timer(after, self._show)
         self._timer.daemon = True
@@ -31,6 +32,9 @@ class Progress:
         with self._lock:
             self._phase = text
             if self._shown:
+                self._print(text)
+            elif self._due:  # the threshold passed before any phase was named
+                self._shown = True
                 self._print(text)
 
     def done(self, text: str = "done") -> None:
@@ -42,6 +46,7 @@ class Progress:
 
     def _show(self) -> None:
         with self._lock:
+            self._due = True
             if self._phase and not self._shown:
                 self._shown = True
                 self._print(self._phase)

@@ -198,6 +198,8 @@ def _resource_name_errors(name: str, path: str) -> list[str]:
 
 def _container_resource_name_errors(name: str, path: str) -> list[str]:
     """ValidateContainerResourceName (its messages, both when the name is neither standard nor qualified)."""
+    if name in _CONTAINER_RESOURCES:  # the common case, quickly
+        return []
     out = _resource_name_errors(name, path)
     if "/" not in name:
         if name not in _CONTAINER_RESOURCES and not name.startswith(_HUGEPAGES):
@@ -233,13 +235,12 @@ def _resource_requirements(
         errs.extend(name_errors(str(name), f"{path}.requests[{name}]"))
     for name, req in requests.items():
         if name in limits:
-            shown = canonical(requests_raw[name])
             if req != limits[name] and not _overcommit_allowed(name):
                 detail = f"must be equal to {name} limit of {canonical(limits_raw[name])}"
-                errs.append(invalid(f"{path}.requests", shown, detail))
+                errs.append(invalid(f"{path}.requests", canonical(requests_raw[name]), detail))
             elif req > limits[name]:
                 detail = f"must be less than or equal to {name} limit of {canonical(limits_raw[name])}"
-                errs.append(invalid(f"{path}.requests", shown, detail))
+                errs.append(invalid(f"{path}.requests", canonical(requests_raw[name]), detail))
         elif not _overcommit_allowed(name):
             errs.append(f"{path}.limits: Required value: Limit must be set for non overcommitable resources")
     names = set(requests) | set(limits)
