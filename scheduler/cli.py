@@ -23,8 +23,8 @@ def _split_pod_ref(ref: str) -> tuple[str, str]:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from scheduler.config.errors import ConfigError
     from scheduler.core import gc_policy
-    from scheduler.core.profile import load_config_or_report
     from scheduler.core.explain import render_text
+    from scheduler.core.profile import load_config_or_report
     from scheduler.progress import Progress
     from scheduler.simulate import InputError, read_cluster, render_table, simulate
 
