@@ -1,7 +1,7 @@
 """Large YAML streams read by a YAML 1.2 parser written in Rust, with the values PyYAML (YAML 1.1) gives.
 
 A 5000-node `kubectl get nodes,pods -A -o yaml` is ~200 MB. PyYAML composes every value into a Python node
-object before building it (40 s and 7 GB there); yaml-rs builds the same dicts in ~8 s. But the two read some
+object before building it (40 s and 7 GB there); yaml-rs builds the same dicts in ~9 s. But the two read some
 plain (unquoted) scalars differently: `yes`/`on`/`off`, `017`, `1_000`, `1:20`, `1e5`, `2026-01-01`, `<<`.
 Kubernetes reads YAML as 1.1 (go-yaml v2 behind sigs.k8s.io/yaml), and so does the rest of pyscheduler,
 so the fast path must give PyYAML's result or step aside. How:
@@ -11,7 +11,8 @@ so the fast path must give PyYAML's result or step aside. How:
   explicit keys, BOMs, control characters, YAML 1.1's extra line breaks), and finds every plain scalar whose
   YAML 1.1 and 1.2 readings may differ (a superset: any token shaped like a YAML 1.1 bool, a number with a
   leading zero, `_`, `:` or an exponent, a timestamp, `<<`, `=`; a tab, a CR, a flow collection with
-  content, a block scalar). It runs in a thread while yaml-rs parses (the parser releases the GIL).
+  content, a block scalar). It runs in a thread beside the parse, overlapping it wherever yaml-rs works
+  without the GIL.
   `deep()` keeps nesting that could be deep from the parser altogether (lines indented 200 or more, runs of
   block indicators).
 - The stream is cut into documents at `---` lines, and a `List` document's column-0 `items:` sequence into
