@@ -43,12 +43,18 @@ DEFAULT_KINDS = sorted(KINDS)
 
 
 async def start_pyscheduler(cp: ControlPlane, log_dir: Path) -> tuple[ManagedProcess, str]:
-    """pyscheduler with its debug handlers on the secure port (self-signed), ready; and its URL."""
+    """pyscheduler with its debug handlers on the secure port (self-signed), ready; and its URL. Leader
+    election off, as in bench/e2e.py: on a loaded machine a missed renewal would end the run."""
     compile_package()
     port = free_port()
+    config = log_dir / "pyscheduler.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "clientConnection: {qps: 5000, burst: 5000}\nleaderElection: {leaderElect: false}\n"
+    )
     argv = [
-        sys.executable, "-m", "scheduler", "run", "--kubeconfig", str(cp.kubeconfig), "--port", str(port),
-        "--bind-address", "127.0.0.1", "--enable-debug-handlers", "-v", "1",
+        sys.executable, "-m", "scheduler", "run", "--kubeconfig", str(cp.kubeconfig), "--config", str(config),
+        "--port", str(port), "--bind-address", "127.0.0.1", "--enable-debug-handlers", "-v", "1",
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     process = ManagedProcess("pyscheduler", argv, log_dir / "pyscheduler.log", env=env).start()
