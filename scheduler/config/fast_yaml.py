@@ -11,8 +11,8 @@ so the fast path must give PyYAML's result or step aside. How:
   explicit keys, BOMs, control characters, YAML 1.1's extra line breaks), and finds every plain scalar whose
   YAML 1.1 and 1.2 readings may differ (a superset: any token shaped like a YAML 1.1 bool, a number with a
   leading zero, `_`, `:` or an exponent, a timestamp, `<<`, `=`; a tab, a CR, a flow collection with
-  content, a block scalar). It runs in a thread beside the parse, overlapping it wherever yaml-rs works
-  without the GIL.
+  content, a block scalar). It runs beside the parse in a forked child (yaml-rs holds the GIL: a thread
+  would only take turns with it).
   `deep()` keeps nesting that could be deep from the parser altogether (lines indented 200 or more, runs of
   block indicators).
 - The stream is cut into documents at `---` lines, and a `List` document's column-0 `items:` sequence into
@@ -26,8 +26,10 @@ so the fast path must give PyYAML's result or step aside. How:
 from __future__ import annotations
 
 import bisect
+import os
 import re
 import threading
+from array import array
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -135,21 +137,64 @@ def load_all(text: str, house: Reader, min_bytes: int = MIN_FAST_BYTES) -> list[
     """Every document of the stream as `house` would build it, or None when the fast path steps aside."""
     if len(text) < min_bytes or deep(text):
         return None
-    result: list[tuple[bool, list[int]]] = []
-    scanner = threading.Thread(target=lambda: result.append(scan(text)), name="yaml-scan", daemon=True)
-    scanner.start()
+    scanning = _Scan(text)
     try:
         pieces = _parse_pieces(text)
     finally:
-        scanner.join()
-    if pieces is None or not result or result[0][0]:
+        result = scanning.result()
+    if pieces is None or result is None or result[0]:
         return None
-    flagged = result[0][1]
+    flagged = result[1]
     docs: list[Any] = []
     for piece in pieces:
         piece.settle(text, flagged, house)
         docs.append(piece.value)
     return docs
+
+
+class _Scan:
+    """scan(text) beside the parse: in a forked child where the OS allows it (yaml-rs holds the GIL, so a
+    thread would only take turns with it: the child has a core of its own on a machine with one free), its
+    answer read from a pipe once the parse is done; else in a thread. A child that fails reads as risky."""
+
+    def __init__(self, text: str) -> None:
+        self._thread: threading.Thread | None = None
+        self._local: list[tuple[bool, list[int]]] = []
+        self._pid = 0
+        self._read = -1
+        if hasattr(os, "fork"):
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: scan, write, leave at once (no cleanup of the parent's state)
+                code = 1
+                try:
+                    os.close(read)
+                    risky, flagged = scan(text)
+                    payload = bytes([1 if risky else 0]) + array("q", flagged).tobytes()
+                    with os.fdopen(write, "wb") as out:
+                        out.write(payload)
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(write)
+            self._pid, self._read = pid, read
+            return
+        self._thread = threading.Thread(target=lambda: self._local.append(scan(text)), daemon=True)
+        self._thread.start()
+
+    def result(self) -> tuple[bool, list[int]] | None:
+        """(risky, flagged) of scan(), or None when the child failed."""
+        if self._thread is not None:
+            self._thread.join()
+            return self._local[0] if self._local else None
+        with os.fdopen(self._read, "rb") as answer:
+            payload = answer.read()
+        _, status = os.waitpid(self._pid, 0)
+        if status != 0 or not payload:
+            return None
+        flagged = array("q")
+        flagged.frombytes(payload[1:])
+        return payload[0] == 1, flagged.tolist()
 
 
 def _parse(text: str) -> Any:
