@@ -778,9 +778,19 @@ class SchedulerUnderTest:
     """Starts and stops one scheduler process against the control plane."""
 
     def __init__(
-        self, kind: str, cp: ControlPlane, log_dir: Path, profile: Path | None = None, env: Mapping[str, str] = {}
+        self,
+        kind: str,
+        cp: ControlPlane,
+        log_dir: Path,
+        profile: Path | None = None,
+        env: Mapping[str, str] = {},
+        profiles: Sequence[JSON] | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.kind = kind
+        self.profiles = profiles  # pyscheduler's KubeSchedulerConfiguration profiles (default: its default one)
+        self.extra_args = list(extra_args)  # more `pyscheduler run` flags (e.g. --enable-debug-handlers)
+        self.port = 0  # pyscheduler's secure port once started
         self.env = dict(env)  # extra environment for pyscheduler (e.g. PYSCHEDULER_GC=default for an A/B run)
         self.cp = cp
         self.log_dir = log_dir
@@ -800,6 +810,7 @@ class SchedulerUnderTest:
                     "kind": "KubeSchedulerConfiguration",
                     "clientConnection": {"qps": CLIENT_QPS, "burst": CLIENT_BURST},
                     "leaderElection": {"leaderElect": False},
+                    **({"profiles": list(self.profiles)} if self.profiles is not None else {}),
                 }
             )
         )
@@ -822,7 +833,9 @@ class SchedulerUnderTest:
             "127.0.0.1",
             "-v",
             "2",
+            *self.extra_args,
         ]
+        self.port = port
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **self.env}
         self.process = ManagedProcess(PYSCHEDULER, argv, self.log_dir / f"pyscheduler.{tag}.log", env=env).start()
         deadline = time.monotonic() + READY_TIMEOUT

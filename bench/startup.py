@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import aiohttp
+
 from bench.e2e import (
     CLIENT_BURST,
     CLIENT_QPS,
@@ -75,17 +77,53 @@ async def populate(api: Api, nodes: int, per_node: int) -> float:
     return time.monotonic() - start
 
 
+async def explain_peak(api: Api, cp: ControlPlane, sched: SchedulerUnderTest, tag: str) -> float:
+    """Peak RSS (MiB) after the scheduler explained, through /debug/explain, a pod that fits nowhere (every
+    node evaluated, the fix search, the preemption dry run, on a private copy of the cache)."""
+    name = f"too-big-{tag}"
+    big = pod(0, "")
+    big["metadata"]["name"] = name
+    del big["spec"]["nodeName"]
+    big["spec"]["schedulerName"] = PYSCHEDULER
+    big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "64"}}
+    await api.call("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", big)
+    url = f"https://127.0.0.1:{sched.port}/debug/explain/{NAMESPACE}/{name}"
+    headers = {"Authorization": f"Bearer {cp.token}"}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
+        for _ in range(60):  # the pod reaches the scheduler's cache through its watch
+            async with session.get(url, params={"format": "text"}, headers=headers, ssl=False) as resp:
+                if resp.status == 200:
+                    break
+            await asyncio.sleep(0.5)
+        else:
+            raise RuntimeError(f"{url}: HTTP {resp.status}")
+    await api.call("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}")
+    return read_proc(sched.pid).peak_rss_mib
+
+
 async def measure(
-    cp: ControlPlane, kind: str, log_dir: Path, tag: str, profile: Path | None = None, env: dict[str, str] | None = None
-) -> tuple[float, float]:
-    """(seconds from process start to /readyz 200, peak RSS MiB once ready: the synced cache's cost)."""
-    sched = SchedulerUnderTest(kind, cp, log_dir, profile if kind == PYSCHEDULER else None, env or {})
+    cp: ControlPlane,
+    kind: str,
+    log_dir: Path,
+    tag: str,
+    profile: Path | None = None,
+    env: dict[str, str] | None = None,
+    api: Api | None = None,
+) -> tuple[float, float, float | None]:
+    """(seconds from process start to /readyz 200, peak RSS MiB once ready: the synced cache's cost, and with
+    `api` the peak RSS after an explanation through the debug handlers)."""
+    explain = api is not None and kind == PYSCHEDULER
+    extra = ["--enable-debug-handlers"] if explain else []
+    sched = SchedulerUnderTest(
+        kind, cp, log_dir, profile if kind == PYSCHEDULER else None, env or {}, extra_args=extra
+    )
     start = time.monotonic()
     await sched.start(tag)
     took = time.monotonic() - start
     rss = read_proc(sched.pid).peak_rss_mib
+    after = await explain_peak(api, cp, sched, tag) if explain and api is not None else None
     await sched.stop()
-    return took, rss
+    return took, rss, after
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -106,16 +144,36 @@ async def run(args: argparse.Namespace) -> int:
                 for assignment in args.pyscheduler_env:  # an A/B variant: pyscheduler with NAME=VALUE set
                     name, _, value = assignment.partition("=")
                     variants[f"{PYSCHEDULER}[{assignment}]"] = (PYSCHEDULER, {name: value})
+                if args.pyscheduler_only:
+                    del variants[UPSTREAM]
                 times: dict[str, list[float]] = {label: [] for label in variants}
                 rss: dict[str, list[float]] = {label: [] for label in variants}
+                explained: list[float] = []
                 for r in range(args.runs):
                     order = list(variants) if r % 2 == 0 else list(reversed(variants))  # alternate who goes first
                     for label in order:
                         kind, env = variants[label]
-                        took, peak = await measure(cp, kind, log_dir, f"{nodes}-{r}", args.profile, env)
+                        took, peak, after = await measure(
+                            cp, kind, log_dir, f"{nodes}-{r}", args.profile, env, api if args.explain else None
+                        )
                         times[label].append(took)
                         rss[label].append(peak)
-                        print(f"  {label:14s} run {r}: ready after {took:.2f} s, peak RSS {peak:.0f} MiB", flush=True)
+                        more = f", {after:.0f} MiB after an explanation" if after is not None else ""
+                        if after is not None:
+                            explained.append(after)
+                        print(
+                            f"  {label:14s} run {r}: ready after {took:.2f} s, peak RSS {peak:.0f} MiB{more}",
+                            flush=True,
+                        )
+                if args.pyscheduler_only:
+                    py, py_rss = statistics.median(times[PYSCHEDULER]), statistics.median(rss[PYSCHEDULER])
+                    more = f", {statistics.median(explained):.0f} MiB after an explanation" if explained else ""
+                    print(
+                        f"{nodes} nodes x {args.pods_per_node} pods: pyscheduler ready after {py:.2f} s, peak RSS "
+                        f"{py_rss:.0f} MiB{more} (medians of {args.runs}; load {os.getloadavg()[0]:.1f})",
+                        flush=True,
+                    )
+                    continue
                 up, py = statistics.median(times[UPSTREAM]), statistics.median(times[PYSCHEDULER])
                 up_rss, py_rss = statistics.median(rss[UPSTREAM]), statistics.median(rss[PYSCHEDULER])
                 for label in list(variants)[2:]:
@@ -146,6 +204,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also measure pyscheduler with this environment variable set (an A/B variant; repeatable)",
     )
     p.add_argument("--profile", type=Path, help="run pyscheduler under cProfile, writing PATH.<nodes>-<run>.prof")
+    p.add_argument("--pyscheduler-only", action="store_true", help="measure pyscheduler alone (sizing points)")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="once ready, also explain a pod that fits nowhere through /debug/explain and report the peak RSS after",
+    )
     return asyncio.run(run(p.parse_args(argv)))
 
 

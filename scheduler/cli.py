@@ -6,11 +6,17 @@ the scheduler's framework, plugins and Kubernetes client at every start."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scheduler.config.types import SchedulerConfiguration
 
 EXIT_USAGE = 2
+EXIT_PENDING = 1  # simulate --fail-on-pending: some pod stayed Pending (like diff's 1: "differences found")
 
 
 def _split_pod_ref(ref: str) -> tuple[str, str]:
@@ -31,6 +37,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     config = load_config_or_report(args.config, plugins=args.plugin)
     if config is None:
         return EXIT_USAGE
+    config = _with_scheduler_names(config, args.scheduler_name)
     gc_policy.tune()
     progress = Progress()  # silent unless it takes more than 2 s
     try:
@@ -62,6 +69,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print(f"error: {exc.args[0]}", file=sys.stderr)
             return EXIT_USAGE
     progress.done()
+    _warn_other_schedulers(result.other_schedulers(), [p.scheduler_name for p in config.profiles])
     if args.output == "json":
         doc: dict[str, object] = result.to_json()
         if explanation is not None:
@@ -72,7 +80,29 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if explanation is not None:
             print()
             print(render_text(explanation))
-    return 0
+    return EXIT_PENDING if args.fail_on_pending and result.pending() else 0
+
+
+def _with_scheduler_names(config: SchedulerConfiguration, names: Sequence[str]) -> SchedulerConfiguration:
+    """--scheduler-name: pods naming these schedulers are simulated with the first profile's plugins too."""
+    known = {p.scheduler_name for p in config.profiles}
+    new = [n for n in dict.fromkeys(names) if n not in known]
+    extra = tuple(dataclasses.replace(config.profiles[0], scheduler_name=n) for n in new)
+    return dataclasses.replace(config, profiles=config.profiles + extra) if extra else config
+
+
+def _warn_other_schedulers(others: dict[str, int], profiles: Sequence[str]) -> None:
+    """A dump's pending pods that name another scheduler were left alone: say so, and how to include them."""
+    if not others:
+        return
+    counts = ", ".join(f"{name} ({n})" for name, n in sorted(others.items(), key=lambda kv: (-kv[1], kv[0])))
+    flags = " ".join(f"--scheduler-name {name}" for name in sorted(others))
+    print(
+        f"warning: {sum(others.values())} pod(s) without a node name another scheduler and were not simulated: "
+        f"{counts}. Only pods whose schedulerName is a profile ({', '.join(profiles)}) are placed; to place "
+        f"these too, with the same plugins, pass {flags}",
+        file=sys.stderr,
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -160,6 +190,20 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--output", "-o", choices=("table", "json"), default="table")
     sim.add_argument("--seed", type=int, default=0, help="seed for breaking ties between equally good nodes")
     sim.add_argument("--explain", metavar="NS/NAME", default=None, help="explain one pod node by node")
+    sim.add_argument(
+        "--scheduler-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also place the pods whose schedulerName is NAME, with the first profile's plugins (repeatable; "
+        "a dump's pods mostly name default-scheduler)",
+    )
+    sim.add_argument(
+        "--fail-on-pending",
+        action="store_true",
+        help="exit 1 when a pod stays Pending (for CI gates); exit codes: 0 all placed, 1 some Pending (only "
+        "with this flag), 2 bad input or configuration",
+    )
     sim.add_argument(
         "--plugin",
         action="append",

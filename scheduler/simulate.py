@@ -1,10 +1,12 @@
 """`pyscheduler simulate`: replay a cluster dump (Nodes, Pods, DaemonSets) through the real scheduler offline.
 
 Objects apply in file order; after each one the scheduler runs until no queued pod can make progress, as
-in a live cluster with infinitely fast time. DaemonSets expand to one pod per node, pinned with
-`matchFields metadata.name` exactly as the DaemonSet controller pins them, including for nodes added later.
-Pods not created yet first get what kube-apiserver does on create (`scheduler/admission.py`:
-matchLabelKeys/mismatchLabelKeys merged into spread and pod affinity selectors), so offline results equal live ones.
+in a live cluster with infinitely fast time, on a fake clock: backoffs pass at once, and Permit waits (a
+gang gathering) time out only after the last object, when nothing else can move. DaemonSets expand to one
+pod per node, pinned with `matchFields metadata.name` exactly as the DaemonSet controller pins them,
+including for nodes added later. Pods not created yet first get what kube-apiserver does on create
+(`scheduler/admission.py`: matchLabelKeys/mismatchLabelKeys merged into spread and pod affinity selectors), so
+offline results equal live ones.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from scheduler.core.clock import FakeClock
 from scheduler.core.explain import Explanation, explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
-from scheduler.framework.objects import KINDS, NAMESPACE, SYSTEM_NAMESPACES
+from scheduler.framework.objects import KINDS, NAMESPACE, RESOURCE_CLAIM, SYSTEM_NAMESPACES
 from scheduler.framework.types import ParseError, PodInfo, parse_node, parse_pod, tolerations_tolerate
+from scheduler.plugins.dynamic_resources.claims import ClaimError, allocation_of, allocation_results, claim_name
 from scheduler.plugins.node_affinity import RequiredNodeAffinity
 from scheduler.validation import validate
 
@@ -142,6 +145,29 @@ def admit_priorities(objects: list[JSON], source: str = "input") -> None:
                 _admit_priority(template, classes, f"{where}: spec.template")
 
 
+@dataclass(frozen=True, slots=True)
+class AllocatedDevice:
+    """One device a pod's claim got (DynamicResources wrote it into the claim's status.allocation)."""
+
+    claim: str  # namespace/name
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+    def to_json(self) -> JSON:
+        return {
+            "claim": self.claim,
+            "request": self.request,
+            "driver": self.driver,
+            "pool": self.pool,
+            "device": self.device,
+        }
+
+    def text(self) -> str:
+        return f"{self.claim.split('/', 1)[-1]}/{self.request}={self.driver}/{self.pool}/{self.device}"
+
+
 @dataclass(slots=True)
 class Outcome:
     namespace: str
@@ -149,6 +175,7 @@ class Outcome:
     node: str | None
     message: str | None
     preempted_by: str | None = None  # "namespace/name" of the pod whose preemption evicted this one
+    devices: list[AllocatedDevice] = field(default_factory=list)  # of its ResourceClaims, once it is bound
 
     def to_json(self) -> JSON:
         return {
@@ -157,7 +184,41 @@ class Outcome:
             "node": self.node,
             "message": self.message,
             "preemptedBy": self.preempted_by,
+            "devices": [d.to_json() for d in self.devices],
         }
+
+
+def pod_devices(cluster: MemoryCluster, pod_obj: Mapping[str, Any]) -> list[AllocatedDevice]:
+    """The devices allocated to the claims a pod uses (its spec.resourceClaims and the claim made for its
+    extended resources), as the claims' status.allocation records them."""
+    try:
+        pod = parse_pod(pod_obj)
+    except ParseError:
+        return []
+    names: list[str] = []
+    for entry in pod.resource_claims:
+        try:
+            name, _ = claim_name(pod, entry)
+        except ClaimError:
+            continue
+        if name is not None:
+            names.append(name)
+    if pod.extended_resource_claim:
+        names.append(pod.extended_resource_claim)
+    out: list[AllocatedDevice] = []
+    for name in names:
+        claim = cluster.objects.get((RESOURCE_CLAIM, pod.namespace, name))
+        for result in allocation_results(allocation_of(claim)) if claim is not None else []:
+            out.append(
+                AllocatedDevice(
+                    f"{pod.namespace}/{name}",
+                    str(result.get("request") or ""),
+                    str(result.get("driver") or ""),
+                    str(result.get("pool") or ""),
+                    str(result.get("device") or ""),
+                )
+            )
+    return out
 
 
 @dataclass(slots=True)
@@ -184,6 +245,21 @@ class SimulationResult:
             "pods": [o.to_json() for o in self.outcomes],
             "preemptions": [p.to_json() for p in self.preemptions],
         }
+
+    def pending(self) -> list[Outcome]:
+        """The pods left Pending (not bound, not evicted by a preemption)."""
+        return [o for o in self.outcomes if o.node is None and o.preempted_by is None]
+
+    def other_schedulers(self) -> dict[str, int]:
+        """Pods without a node whose schedulerName no profile serves (nothing simulated them), by name."""
+        assert self.cluster is not None and self.scheduler is not None
+        out: dict[str, int] = {}
+        for obj in self.cluster.pods.values():
+            spec = obj.get("spec") or {}
+            name = str(spec.get("schedulerName") or "default-scheduler")
+            if not spec.get("nodeName") and name not in self.scheduler.profiles:
+                out[name] = out.get(name, 0) + 1
+        return out
 
     def explain(self, namespace: str, name: str) -> Explanation:
         """Explain one pod against the final state of the simulation."""
@@ -473,7 +549,7 @@ async def simulate_async(
                     track(pod)
                     cluster.apply_pod(pod)
         elif kind == "Pod":
-            stored = admit_pod(obj)  # what the API server stores on create (matchLabelKeys merged)
+            stored = admit_pod(obj, cluster.nodes)  # what the API server stores on create (matchLabelKeys merged)
             # Parsed by load_documents unless admission changed it (then it is a new object).
             info = parsed.get(id(obj)) if stored is obj else None
             obj = copy.deepcopy(obj) if stored is obj and not own_objects else stored
@@ -489,6 +565,9 @@ async def simulate_async(
                 pod = admit_pod(daemon_pod(obj, node_name))
                 track(pod)
                 cluster.apply_pod(pod)
+        # Objects of one file arrive together: no Permit wait times out before the last one is in.
+        await scheduler.run_until_idle(advance=clock.advance_to, permit_timeouts=False)
+    if scheduler.next_permit_deadline() is not None:  # pods still waiting at Permit: now their time may run out
         await scheduler.run_until_idle(advance=clock.advance_to)
 
     result = SimulationResult(cluster=cluster, scheduler=scheduler)
@@ -509,7 +588,8 @@ async def simulate_async(
         if node is None and preempted_by is None:
             failure = scheduler.last_failure.get(uid)
             message = failure[1] if failure else None
-        result.outcomes.append(Outcome(ns, name, node, message, preempted_by))
+        devices = pod_devices(cluster, cluster.pods[uid]) if node is not None else []
+        result.outcomes.append(Outcome(ns, name, node, message, preempted_by, devices))
     return result
 
 
@@ -538,14 +618,16 @@ def simulate(
 
 def render_table(result: SimulationResult) -> str:
     """A people-friendly table: one row per pod, pending pods with their message."""
-    rows = [("NAMESPACE", "NAME", "NODE", "MESSAGE")]
+    with_devices = any(o.devices for o in result.outcomes)
+    rows = [("NAMESPACE", "NAME", "NODE", *(("DEVICES",) if with_devices else ()), "MESSAGE")]
     for o in result.outcomes:
+        devices = (",".join(d.text() for d in o.devices),) if with_devices else ()
         if o.preempted_by is not None:
-            rows.append((o.namespace, o.name, "<preempted>", f"evicted by {o.preempted_by}"))
+            rows.append((o.namespace, o.name, "<preempted>", *devices, f"evicted by {o.preempted_by}"))
         else:
-            rows.append((o.namespace, o.name, o.node or "<pending>", o.message or ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
+            rows.append((o.namespace, o.name, o.node or "<pending>", *devices, o.message or ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join([*(f"{c:<{w}}" for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip() for r in rows]
     bound = sum(1 for o in result.outcomes if o.node)
     lines.append(f"\n{bound}/{len(result.outcomes)} pods scheduled")
     if result.preemptions:

@@ -26,7 +26,7 @@ from scheduler.framework.labels import (
     quote_value,
     regex_error,
 )
-from scheduler.framework.quantity import canonical, parse_quantity
+from scheduler.framework.quantity import parse_quantity, quantity_string
 
 _DNS1123_LABEL_RE: Final = re.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL_ERR: Final = (
@@ -38,6 +38,13 @@ TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TOLERATION_OPERATORS: Final = ("Equal", "Exists")
 NODE_SELECTOR_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 WHEN_UNSATISFIABLE: Final = ("DoNotSchedule", "ScheduleAnyway")
+RESTART_RULE_ACTIONS: Final = ("Restart", "RestartAllContainers")  # RestartAllContainersOnContainerExits is on
+# pkg/apis/core/validation: nodeDeclaredFeatureRegexp and validateNodeDeclaredFeatureName's message.
+_DECLARED_FEATURE_RE: Final = re.compile(r"[A-Z][a-zA-Z0-9]*(/[a-zA-Z][a-zA-Z0-9]*)*")
+_DECLARED_FEATURE_ERR: Final = (
+    "must start with an UpperCamelCase segment, with subsequent segments separated by '/' (e.g., MyFeature or "
+    "MyFeature/mySubFeature), and contain only alphanumeric characters and slashes"
+)
 INCLUSION_POLICIES: Final = ("Honor", "Ignore")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -173,6 +180,11 @@ _POD_LEVEL_RESOURCES: Final = ("cpu", "hugepages-", "memory")  # as upstream lis
 _HUGEPAGES = "hugepages-"
 
 
+def canonical(qty: Any) -> str:
+    """Quantity.String() of a valid quantity, as field errors print it ("1.5" is "1500m", "1024Mi" "1Gi")."""
+    return quantity_string(qty if isinstance(qty, str) else str(qty))
+
+
 def _is_native(name: str) -> bool:
     return "/" not in name or "kubernetes.io/" in name
 
@@ -280,6 +292,18 @@ def _container(errs: _Errors, raw: Any, path: str) -> None:
                 ipaddress.ip_address(host_ip)
             except ValueError:
                 errs.append(invalid(f"{where}.hostIP", host_ip, "must be a valid IP address"))
+    rules = errs.items(c.get("restartPolicyRules"), f"{path}.restartPolicyRules")
+    if rules and c.get("restartPolicy") is None:
+        errs.append(f"{path}.restartPolicy: Required value: must specify restartPolicy when restart rules are used")
+    for j, rule in enumerate(rules):
+        r = errs.mapping(rule, f"{path}.restartPolicyRules[{j}]")
+        action = errs.string(r.get("action"), f"{path}.restartPolicyRules[{j}].action") if r is not None else None
+        if action is not None and action not in RESTART_RULE_ACTIONS:
+            errs.append(not_supported(f"{path}.restartPolicyRules[{j}].action", action, RESTART_RULE_ACTIONS))
+    for j, mount in enumerate(errs.items(c.get("volumeMounts"), f"{path}.volumeMounts")):
+        m = errs.mapping(mount, f"{path}.volumeMounts[{j}]")
+        if m is not None:
+            errs.items(m.get("bindMountOptions"), f"{path}.volumeMounts[{j}].bindMountOptions")
 
 
 def _tolerations(errs: _Errors, raw: Any, path: str) -> None:
@@ -553,6 +577,12 @@ def _pod_spec(errs: _Errors, raw: Any, path: str) -> None:
         _labels(errs, selector, f"{path}.nodeSelector")
     _affinity(errs, spec.get("affinity"), f"{path}.affinity")
     _spread(errs, spec.get("topologySpreadConstraints"), f"{path}.topologySpreadConstraints")
+    for field_name in ("hostNetwork", "hostUsers"):
+        if spec.get(field_name) is not None and not isinstance(spec.get(field_name), bool):
+            errs.append(_type_error(f"{path}.{field_name}", spec.get(field_name), "a boolean"))
+    if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
+        # UserNamespacesHostNetworkSupport is alpha (off) in v1.37: a user namespace on the host network is refused.
+        errs.append(f"{path}.hostNetwork: Forbidden: when `hostUsers` is false")
     priority = errs.integer(spec.get("priority"), f"{path}.priority")
     if priority is not None and not _INT32_MIN <= priority <= _INT32_MAX:
         errs.append(invalid(f"{path}.priority", priority, "must be a 32-bit integer"))
@@ -605,6 +635,30 @@ def _node(errs: _Errors, obj: Mapping[str, Any]) -> None:
                 size = errs.integer(img.get("sizeBytes"), f"status.images[{i}].sizeBytes")
                 if size is not None and size < 0:
                     errs.append(invalid(f"status.images[{i}].sizeBytes", size, "must be greater than or equal to 0"))
+        _declared_features(errs, status.get("declaredFeatures"))
+
+
+def _declared_features(errs: _Errors, raw: Any) -> None:
+    """validateNodeDeclaredFeatures: valid names, sorted, no duplicates (NodeDeclaredFeatures matches a
+    sorted list)."""
+    path = "status.declaredFeatures"
+    names = errs.items(raw, path)
+    for i, name in enumerate(names):
+        feature = errs.string(name, f"{path}[{i}]")
+        if feature is None:
+            continue
+        if len(feature) > 253:
+            errs.append(invalid(f"{path}[{i}]", feature,
+                                f"invalid feature name {quote_value(feature)}: must be no more than 253 characters"))
+        elif not _DECLARED_FEATURE_RE.fullmatch(feature):
+            errs.append(invalid(f"{path}[{i}]", feature,
+                                f"invalid feature name {quote_value(feature)}: {_DECLARED_FEATURE_ERR}"))
+        following = names[i + 1] if i + 1 < len(names) else None
+        if isinstance(following, str):
+            if following == feature:
+                errs.append(f"{path}[{i + 1}]: Duplicate value: {quote_value(following)}")
+            elif feature > following:
+                errs.append(invalid(f"{path}[{i + 1}]", following, "list must be sorted alphabetically"))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -124,3 +124,50 @@ def test_pods_without_label_keys_are_returned_as_is() -> None:
     assert admit_pod(plain) is plain
     obj = _pod(LABELS, {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term({})]}})
     assert admit_pod(obj) is obj
+
+
+def _spec_pod(spec: JSON) -> JSON:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}, "spec": spec}
+
+
+PAUSE = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "requests"),
+    [
+        pytest.param({"resources": {"limits": {"cpu": "2"}}, "containers": [PAUSE]}, {"cpu": "2"},
+                     id="pod-level-limit-becomes-the-request"),
+        pytest.param(
+            {"resources": {"limits": {"cpu": "2"}},
+             "containers": [{**PAUSE, "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}, PAUSE]},
+            {"cpu": "500m", "memory": "1073741824"},
+            id="container-aggregate-before-the-limit",
+        ),
+        pytest.param(
+            {"resources": {"requests": {"memory": "1Gi"}}, "containers": [{**PAUSE, "resources": {"limits": {"cpu":
+             "300m"}}}]},
+            {"memory": "1Gi", "cpu": "300m"},
+            id="container-limit-defaults-its-request-then-aggregates",
+        ),
+        pytest.param({"resources": {"requests": {"cpu": "1"}}, "containers": [PAUSE]}, {"cpu": "1"},
+                     id="nothing-to-default"),
+    ],
+)
+def test_pod_level_requests_are_defaulted_as_the_api_server_does(spec: JSON, requests: JSON) -> None:
+    """PodLevelResourcesFixDefaulting (beta, on): pod-level requests as kube-apiserver v1.37.2 stores them
+    (the three shapes were created on the test control plane and read back)."""
+    assert admit_pod(_spec_pod(spec))["spec"]["resources"]["requests"] == requests
+
+
+def test_bind_mount_options_are_dropped_on_create() -> None:
+    """VolumeBindMountOptions is alpha (off): the API server drops bindMountOptions, so nothing requires the
+    VolumeBindMountOptions declared feature; a created pod is left as it is."""
+    mount = {"name": "v", "mountPath": "/v", "bindMountOptions": ["noexec"]}
+    obj = _spec_pod({"containers": [{**PAUSE, "volumeMounts": [dict(mount)]}]})
+    out = admit_pod(obj)
+    assert out["spec"]["containers"][0]["volumeMounts"] == [{"name": "v", "mountPath": "/v"}]
+    assert obj["spec"]["containers"][0]["volumeMounts"][0]["bindMountOptions"] == ["noexec"], "input untouched"
+    created = copy.deepcopy(obj)
+    created["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    assert admit_pod(created) is created

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,16 @@ from scheduler.cli import EXIT_USAGE, main
 from scheduler.testing import make_node, make_pod
 
 EXAMPLE = str(Path(__file__).resolve().parent.parent / "examples" / "vanished-node.yaml")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_logging() -> Iterator[None]:
+    """`run` installs a root log handler on the stderr of its test; later tests must not write to that one."""
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers[:] = []
+    yield
+    root.handlers[:] = saved
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
 
@@ -199,3 +211,96 @@ def test_bad_run_flags_exit_2(argv: list[str], message: str, capsys: pytest.Capt
     err = capsys.readouterr().err
     assert code == 2, err
     assert message in err and "Traceback" not in err
+
+
+def test_explain_without_any_kubeconfig_says_what_to_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --kubeconfig, no $KUBECONFIG, no ~/.kube/config, not in a pod: one line naming all three, exit 2
+    (not the in-cluster loader's "Service host/port is not set.")."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code = main(["explain", "ns/p"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    [line] = err.strip().splitlines()
+    assert line.startswith("error: no kubeconfig: --kubeconfig is not given, $KUBECONFIG is not set and ")
+    assert f"{tmp_path}/.kube/config does not exist" in line and "Pass --kubeconfig PATH" in line
+    assert "Service host/port" not in line
+
+
+def test_explain_against_a_refusing_server_says_where_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing listens at the kubeconfig's server: the server, the kubeconfig and context, and the cause in
+    words, exit 1 (never `answered 0` or aiohttp's `ssl:<ssl.SSLContext object at 0x...>`)."""
+    from tests.cluster.harness import free_port
+
+    port = free_port()
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "ctx",
+        "clusters": [
+            {"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}", "insecure-skip-tls-verify": True}}
+        ],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    code = main(["explain", "ns/p", "--kubeconfig", str(path), "--context", "ctx"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    [line] = err.strip().splitlines()
+    assert line == (
+        f"error: cannot reach the API server https://127.0.0.1:{port} (kubeconfig {path}, context ctx): cannot "
+        f"connect to 127.0.0.1:{port}: connection refused (nothing listens there). Is the cluster running, and "
+        "is this the right kubeconfig and context?"
+    )
+    code = main(["explain", "ns/p", "--server", f"https://127.0.0.1:{port}", "--token", "t"])
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and line.startswith(
+        f"error: cannot reach the scheduler at https://127.0.0.1:{port}: cannot connect to 127.0.0.1:{port}: "
+        "connection refused"
+    )
+    assert "SSLContext" not in line
+
+
+def dump(tmp_path: Path) -> str:
+    """A `kubectl get -o yaml`-shaped dump: one 2-cpu node, two default-scheduler pods of 1 and 1.5 cpu."""
+    items = [
+        make_node("n1").capacity(cpu="2").obj(),
+        make_pod("web-1", "shop").scheduler_name("default-scheduler").req(cpu="1").obj(),
+        make_pod("web-2", "shop").scheduler_name("default-scheduler").req(cpu="1500m").obj(),
+    ]
+    path = tmp_path / "dump.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("flags", "code", "table_end", "warned"),
+    [
+        pytest.param([], 0, "0/0 pods scheduled", True, id="other-scheduler-warned"),
+        pytest.param(["--fail-on-pending"], 0, "0/0 pods scheduled", True, id="nothing-simulated-nothing-pending"),
+        pytest.param(["--scheduler-name", "default-scheduler"], 0, "1/2 pods scheduled", False, id="included"),
+        pytest.param(
+            ["--scheduler-name", "default-scheduler", "--fail-on-pending"], 1, "1/2 pods scheduled", False,
+            id="fail-on-pending",
+        ),
+    ],
+)
+def test_simulate_other_schedulers_and_exit_codes(
+    flags: list[str], code: int, table_end: str, warned: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dump's pods naming default-scheduler are not simulated and a warning says how to include them;
+    --scheduler-name includes them; --fail-on-pending exits 1 when one stays Pending."""
+    got = main(["simulate", dump(tmp_path), *flags])
+    captured = capsys.readouterr()
+    assert got == code
+    assert captured.out.rstrip().endswith(table_end)
+    warning = (
+        "warning: 2 pod(s) without a node name another scheduler and were not simulated: default-scheduler (2). "
+        "Only pods whose schedulerName is a profile (pyscheduler) are placed; to place these too, with the same "
+        "plugins, pass --scheduler-name default-scheduler\n"
+    )
+    assert captured.err == (warning if warned else "")

@@ -132,6 +132,38 @@ def container(**fields: Any) -> list[JSON]:
             id="negative-allocatable",
         ),
         pytest.param({**make_node("n").obj(), "metadata": {"name": "Bad_Name"}}, "metadata.name", id="node-name"),
+        pytest.param(  # the message kube-apiserver v1.37.2 answered with on the test control plane
+            pod(containers=container(restartPolicyRules=[{"action": "RestartAllContainers"}])),
+            "spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used",
+            id="restart-rules-need-a-container-restart-policy",
+        ),
+        pytest.param(
+            pod(containers=container(restartPolicy="Never", restartPolicyRules=[{"action": "RestartPod"}])),
+            'spec.containers[0].restartPolicyRules[0].action: Unsupported value: "RestartPod": supported values: '
+            '"Restart", "RestartAllContainers"',
+            id="restart-rule-action",
+        ),
+        pytest.param(  # the message kube-apiserver v1.37.2 answered with (UserNamespacesHostNetworkSupport is off)
+            pod(hostNetwork=True, hostUsers=False), "spec.hostNetwork: Forbidden: when `hostUsers` is false",
+            id="user-namespace-on-host-network",
+        ),
+        pytest.param(pod(hostUsers="no"), 'spec.hostUsers: Invalid value: "no": must be a boolean', id="host-users"),
+        pytest.param(
+            {**make_node("n").obj(), "status": {"declaredFeatures": ["B", "A"]}},
+            'status.declaredFeatures[1]: Invalid value: "A": list must be sorted alphabetically',
+            id="declared-features-sorted",
+        ),
+        pytest.param(
+            {**make_node("n").obj(), "status": {"declaredFeatures": ["A", "A"]}},
+            'status.declaredFeatures[1]: Duplicate value: "A"',
+            id="declared-features-unique",
+        ),
+        pytest.param(
+            {**make_node("n").obj(), "status": {"declaredFeatures": ["lowerCase"]}},
+            'status.declaredFeatures[0]: Invalid value: "lowerCase": invalid feature name "lowerCase": must start '
+            "with an UpperCamelCase segment",
+            id="declared-feature-name",
+        ),
     ],
 )
 def test_what_the_api_server_rejects_is_reported(obj: JSON, expected: str) -> None:
@@ -147,6 +179,9 @@ def test_what_the_api_server_rejects_is_reported(obj: JSON, expected: str) -> No
         pytest.param(make_pod("p").toleration("k", "v", "NoSchedule").node_affinity_in("zone", ["a"]).obj(), id="tol"),
         pytest.param(make_pod("p").pod_affinity_term("podAffinity", "zone", {"a": "b"}, weight=5).obj(), id="pa"),
         pytest.param(make_node("n").taint("k", "", "NoExecute").zone("a").obj(), id="node"),
+        pytest.param(make_pod("p").restart_rule().restart_rule(action="Restart").obj(), id="restart-rules"),
+        pytest.param(make_node("n").declared_features("RestartAllContainersOnContainerExits", "My/subFeature").obj(),
+                     id="declared-features"),
     ],
 )
 def test_valid_objects_pass(obj: JSON) -> None:

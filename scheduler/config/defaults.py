@@ -16,11 +16,14 @@ DEFAULT_LEASE_NAMESPACE = "kube-system"
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 
-# Upstream getDefaultPlugins() MultiPoint, in upstream order, restricted to the plugins pyscheduler
-# implements. To support another default plugin, insert it at its upstream position (listed alongside):
+# Upstream getDefaultPlugins() MultiPoint, in upstream order, then applyFeatureGates with v1.37's defaults,
+# restricted to the plugins pyscheduler implements. To support another default plugin, insert it at its
+# upstream position (listed alongside):
 #   ... NodeResourcesFit(1), VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-#   PodTopologySpread(2), InterPodAffinity(2), [DynamicResources(2) when DRA is on], DefaultPreemption,
-#   NodeResourcesBalancedAllocation(1), ImageLocality(1), DefaultBinder.
+#   PodTopologySpread(2), InterPodAffinity(2), DynamicResources(2) (DynamicResourceAllocation, GA),
+#   DefaultPreemption, NodeResourcesBalancedAllocation(1), ImageLocality(1), DefaultBinder,
+#   NodeDeclaredFeatures (appended: the NodeDeclaredFeatures gate, GA and locked in v1.37).
+# That is 20 plugins upstream, and pyscheduler runs all 20.
 # NodeName precedes NodeUnschedulable as in upstream v1.37 default_plugins.go (v1.30-era releases had
 # NodeUnschedulable first). Both are Filter-only; the order only decides which reason a node that fails
 # both reports.
@@ -39,11 +42,14 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
-    # [DynamicResources(2)] goes here upstream.
+    # applyFeatureGates inserts it right before DefaultPreemption (DynamicResourceAllocation is GA and
+    # locked): "better to deallocate an idle ResourceClaim than to evict a pod".
+    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
     PluginRef("DefaultBinder"),
+    PluginRef("NodeDeclaredFeatures"),
 )
 """The default MultiPoint enabled list (the only default plugin set in v1)."""
 

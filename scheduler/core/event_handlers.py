@@ -20,6 +20,7 @@ from scheduler.core.api import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE
 from scheduler.core.schedule_one import report_landed
 from scheduler.core.unsupported import find_unsupported, unsupported_message
 from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, ClusterEvent
+from scheduler.framework.objects import object_key
 from scheduler.framework.types import NodeRecord, ParseError, PodInfo, parse_node, parse_pod
 
 if TYPE_CHECKING:
@@ -94,11 +95,11 @@ class EventHandlers:
         old = info.node if info is not None else None
         if old is None:
             s.cache.add_node(record)
-            s.move(EVENT_NODE_ADD)
+            s.move(EVENT_NODE_ADD, new=record)
             return
         action = s.cache.update_node(old, record)
         if action:
-            s.move(ClusterEvent(NODE, action, "NodeUpdate"))
+            s.move(ClusterEvent(NODE, action, "NodeUpdate"), old=old, new=record)
 
     # ------------------------------------------------------------------ pods
 
@@ -134,9 +135,13 @@ class EventHandlers:
         s.nominator.delete(uid)
         s.pending.pop(uid, None)
         s.forget_pod_state(uid)
-        if s.cache.get_pod(uid) is not None:
+        if s.handle().reject_waiting_pod(uid):
+            # Parked at Permit: its binding cycle now gives its node back (upstream rejects it "removed").
+            return
+        held = s.cache.get_pod(uid)
+        if held is not None:
             s.cache.remove_pod(uid)
-            s.move(EVENT_ASSIGNED_POD_DELETE)
+            s.move(EVENT_ASSIGNED_POD_DELETE, old=held)
 
     def _assigned_pod(self, pod: PodInfo) -> None:
         s = self.s
@@ -153,11 +158,11 @@ class EventHandlers:
         if old is None or s.cache.is_assumed(pod.uid):
             s.cache.add_pod(pod)
             if old is None:
-                s.move(EVENT_ASSIGNED_POD_ADD)
+                s.move(EVENT_ASSIGNED_POD_ADD, new=pod)
             return
         action = s.cache.update_pod(old, pod)
         if action:
-            s.move(ClusterEvent(ASSIGNED_POD, action, "AssignedPodUpdate"))
+            s.move(ClusterEvent(ASSIGNED_POD, action, "AssignedPodUpdate"), old=old, new=pod)
 
     def _pending_pod(self, pod: PodInfo) -> None:
         s = self.s
@@ -246,6 +251,8 @@ class EventHandlers:
     def on_object_event(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
         """Apply a watch event of another kind (Namespace, PersistentVolumeClaim, ...) to the object store,
         tell the plugins that listen for that kind, and move the pods it may help."""
+        namespace, name = object_key(obj)
+        held = self.s.objects.get(kind, namespace, name)  # the version before this event, for QueueingHints
         action = self.s.objects.apply(kind, event_type, dict(obj))
         if not action:
             return
@@ -253,10 +260,10 @@ class EventHandlers:
             for plugin in fwk.object_listeners(kind):
                 try:
                     plugin.on_object_event(kind, event_type, obj)
-                except Exception:  # a broken plugin must not stop the watch
+                except Exception as exc:  # a broken plugin must not stop the watch
                     self.s.observer.plugin_error(plugin.name, "ObjectEvent")
-                    log.exception("plugin failed on an object event", extra={"plugin": plugin.name, "kind": kind})
-        self.s.move(ClusterEvent(kind, action))
+                    self.s.plugin_errors.report(plugin.name, "ObjectEvent", exc)
+        self.s.move(ClusterEvent(kind, action), old=held, new=None if event_type == DELETED else obj)
 
     def resync_objects(self, kind: str, objects: list[Mapping[str, Any]]) -> dict[str, int]:
         """Converge one kind to a fresh LIST; a change moves the pods whose plugins registered the kind."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.core.fixes import Fix, find_fixes
+from scheduler.core.fixes import ASSUMPTION, POD, Fix, find_fixes, rank
 from scheduler.core.unsupported import find_unsupported, unsupported_message
 from scheduler.framework.fit_error import Diagnosis, FitError
 from scheduler.framework.interface import CycleState, ExplainDetail, ExplainExtensions
@@ -24,11 +24,16 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins.default_preemption import DefaultPreemption
+from scheduler.framework.yaml_flow import flow
+from scheduler.plugins.default_preemption import PREEMPT_NEVER, DefaultPreemption
+from scheduler.plugins.dynamic_resources import DynamicResources
 
 API_VERSION = "explain.pyscheduler.io/v1"
 MAX_GROUP_NAMES = 5  # node names shown per group of nodes sharing a decisive reason
 MAX_RUNNERS_UP = 3
+MAX_FIXES_SHOWN = 10  # fixes the text lists (JSON has them all)
+SKIPPED = "Skip (nothing to check for this pod)"
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 
 CODE_TEXT = {
     Code.UNSCHEDULABLE: "Unschedulable",
@@ -107,6 +112,8 @@ class Explanation:
     unsupported: list[str] = field(default_factory=list)  # fields the fail-closed guard refuses the pod for
     fixes: list[Fix] = field(default_factory=list)  # for a pod that fits nowhere: ranked, proven changes
     preemption: PreemptionView | None = None  # for a pod that fits nowhere, when a profile preempts
+    deallocation: str = ""  # what DynamicResources' PostFilter would release first (dry run)
+    error: Status | None = None  # a plugin Error that fails the whole cycle (SchedulerError, no preemption)
 
     def groups(self) -> list[tuple[str, list[str]]]:
         """(decisive reason, node names) for nodes that are out, largest group first."""
@@ -115,7 +122,9 @@ class Explanation:
             if v.excluded_by:
                 reason = f"PreFilter: {v.excluded_by}"
             elif v.first_failure is not None:
-                reason = f"{v.first_failure.plugin}: {v.first_failure.message()}"
+                failure = v.first_failure
+                error = "Error: " if failure.code == Code.ERROR else ""
+                reason = f"{failure.plugin}: {error}{failure.message()}"
             else:
                 continue
             by_reason.setdefault(reason, []).append(v.node)
@@ -166,11 +175,13 @@ class Explanation:
                 "plugins": [{"plugin": p, "result": r} for p, r in self.pre_filter],
             },
             "message": self.message or None,
+            "error": {"plugin": self.error.plugin, "message": self.error.message()} if self.error else None,
             "unsupportedFields": self.unsupported,
             "fixes": [f.to_json() for f in self.fixes],
             "why": self.why(),
             "groups": [{"reason": r, "count": len(names), "nodes": names} for r, names in self.groups()],
             "preemption": self.preemption.to_json() if self.preemption is not None else None,
+            "deallocation": self.deallocation or None,
             "bestNodes": self.best,
             "nodes": [
                 {
@@ -230,12 +241,16 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
     pre_res, status, narrowing = fwk.run_pre_filter(state, pod, nodes)
     for pl in fwk.pre_filter:
         if pl.name in state.skip_filter_plugins:
-            expl.pre_filter.append((pl.name, "Skip (nothing to check for this pod)"))
+            expl.pre_filter.append((pl.name, SKIPPED))
         elif pl.name in narrowing and pre_res is not None and pre_res.node_names is not None:
-            expl.pre_filter.append((pl.name, f"only nodes {sorted(pre_res.node_names)}"))
+            expl.pre_filter.append((pl.name, f"only nodes {flow(sorted(pre_res.node_names))}"))
         else:
             expl.pre_filter.append((pl.name, "Success"))
     expl.pre_filter_status = status
+    if status is not None and status.code == Code.ERROR:  # the cycle fails: no PostFilter, no FitError
+        expl.error = status
+        expl.message = status.message()
+        return expl
     if status is not None and status.code != Code.SUCCESS:
         diagnosis = Diagnosis(absent_nodes_status=status, pre_filter_msg=status.message())
         _explain_preemption(expl, fwk, state, pod, snap, diagnosis)
@@ -260,6 +275,14 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
                 if extension is not None and (st is None or st.code != Code.SKIP):
                     verdict.details.extend((plugin, d) for d in extension.explain_node(state, pod, info, st))
         expl.nodes.append(verdict)
+    if any(st is not None and st.code == Code.ERROR for v in expl.nodes for _, st in v.filters):
+        # A plugin failed on some node. The cycle fails with that Error (no preemption) unless an earlier
+        # plugin rejected every such node first: the cycle's own filter run decides.
+        _, err = fwk.run_filters(state, pod, evaluated)
+        if err is not None:
+            expl.error = err
+            expl.message = err.message()
+            return expl
     if not feasible:
         diagnosis = Diagnosis()
         for v in expl.nodes:
@@ -280,7 +303,7 @@ def _explain(fwk: Framework, pod: PodInfo, snapshot: Snapshot) -> Explanation:
             for plugin, st in v.filters
             if st is not None and st.code != Code.SKIP and v.node in infos
         ]
-        expl.fixes = find_fixes(fwk, pod, snap, rejected, state)
+        expl.fixes = rank([*find_fixes(fwk, pod, snap, rejected, state), *expl.fixes])
         return expl
     by_name = {v.node: v for v in expl.nodes}
     if fwk.has_score_plugins():
@@ -308,24 +331,38 @@ def _explain_preemption(
     and its message as the end of the FailedScheduling message (diagnosis.post_filter_msg)."""
     if pod.node_name:
         return
-    stand_in = fwk.dra_post_filter_error(state) if fwk.has_post_filter_plugins() else None
-    if stand_in is not None:  # upstream's DynamicResources PostFilter fails first: no preemption is tried
-        diagnosis.post_filter_msg = stand_in.message()
-        expl.preemption = PreemptionView(
-            "error",
-            f"preemption is not tried: {stand_in.plugin}'s PostFilter fails first with {stand_in.message()!r} "
-            "(its PreFilter did not run after the PreFilter rejection)",
-        )
-        return
-    plugin = next((p for p in fwk.post_filter if isinstance(p, DefaultPreemption)), None)
+    # The PostFilter plugins before DefaultPreemption, dry-run in order as RunPostFilterPlugins runs them
+    # (DynamicResources: which claim it would deallocate; an Error ends PostFilter before any preemption).
+    reasons: list[str] = []
+    plugin: DefaultPreemption | None = None
+    for pl in fwk.post_filter:
+        if isinstance(pl, DefaultPreemption):
+            plugin = pl
+            break
+        if not isinstance(pl, DynamicResources):
+            continue
+        status, action = pl.dry_run_post_filter(state, pod)
+        if status.code == Code.ERROR:
+            diagnosis.post_filter_msg = status.message()
+            expl.preemption = PreemptionView(
+                "error",
+                f"preemption is not tried: {pl.name}'s PostFilter fails first with {status.message()!r} "
+                "(its PreFilter did not run after the PreFilter rejection)",
+            )
+            return
+        reasons.extend(status.reasons)
+        if action:
+            expl.deallocation = action
     if plugin is None:
+        if reasons:
+            diagnosis.post_filter_msg = ", ".join(reasons)
         return
     try:
         evaluation, message = plugin.explain(fwk, state, pod, diagnosis.node_to_status_view(), snapshot)
     except Exception as exc:  # an explanation must not fail because of one part of it
         expl.preemption = PreemptionView("error", f"preemption could not be evaluated: {exc}")
         return
-    diagnosis.post_filter_msg = message
+    diagnosis.post_filter_msg = ", ".join([*reasons, message]) if message else ", ".join(reasons)
     view = PreemptionView("not helpful", message)
     status = evaluation.status
     if status.code == Code.ERROR:
@@ -336,6 +373,8 @@ def _explain_preemption(
         view.criterion = evaluation.criterion
     elif evaluation.dry_run is None:
         view.outcome = "not eligible"
+        if pod.preemption_policy == PREEMPT_NEVER:
+            expl.fixes.extend(_allow_preemption(fwk, plugin, state, pod, diagnosis, snapshot))
     pdbs = plugin.handle_objects_pdbs()
     if evaluation.dry_run is not None:
         for candidate in evaluation.dry_run.candidates:
@@ -347,20 +386,50 @@ def _explain_preemption(
     expl.preemption = view
 
 
+def _allow_preemption(
+    fwk: Framework, plugin: DefaultPreemption, state: CycleState, pod: PodInfo, diagnosis: Diagnosis,
+    snapshot: Snapshot,
+) -> list[Fix]:
+    """For a pod with preemptionPolicy Never: what preemption would do if it could preempt (a dry run of
+    the same evaluation; its filters run on each candidate node with the victims removed)."""
+    allowed = pod.evolve(preemption_policy=PREEMPT_LOWER_PRIORITY)
+    try:
+        evaluation, _ = plugin.explain(fwk, state.clone(), allowed, diagnosis.node_to_status_view(), snapshot)
+    except Exception:  # an explanation must not fail because of one part of it
+        return []
+    best = evaluation.best
+    if best is None:
+        return []
+    victims = ", ".join(v.key for v in best.victims)
+    return [
+        Fix(
+            "allow-preemption",
+            f"let the pod preempt (preemptionPolicy {PREEMPT_LOWER_PRIORITY}, which admission copies from its "
+            f"PriorityClass): it would evict {victims} from node {best.node}",
+            [best.node],
+            {"preemptionPolicy": PREEMPT_LOWER_PRIORITY},
+            scope=POD,
+        )
+    ]
+
+
 def render_text(expl: Explanation, all_nodes: bool = False) -> str:
-    """Human-readable explanation: blocking reasons grouped (a few names each), the best nodes with their
-    scores, why the chosen node won, and the ranked fixes. `all_nodes` lists every node's verdict instead."""
+    """Human-readable explanation: blocking reasons grouped (a few names each, with what else fails there
+    and each plugin's numbers), the best nodes with their scores, why the chosen node won, and the ranked
+    fixes. `all_nodes` lists every node's verdict for every plugin instead of the groups' names."""
     out = [f"Pod {expl.pod} (profile {expl.profile})"]
     if expl.current_node:
         out.append(f"  currently bound to: {expl.current_node}")
     if expl.unsupported:
         out.append("Not placed by pyscheduler (fail closed): the pod uses fields it does not evaluate yet:")
         out.extend(f"  {f}" for f in expl.unsupported)
-    if expl.pre_filter:
-        out.append("PreFilter:")
-        out.extend(f"  {plugin}: {result}" for plugin, result in expl.pre_filter)
-    if expl.pre_filter_status is not None and expl.pre_filter_status.code != Code.SUCCESS:
-        out.append(f"  rejected by {expl.pre_filter_status.plugin or 'PreFilter'}: {expl.pre_filter_status.message()}")
+    out.extend(_pre_filter_lines(expl))
+    if expl.error is not None:
+        out.append(
+            f"Error: plugin {expl.error.plugin or '?'} failed, so the whole scheduling cycle fails (event reason "
+            "SchedulerError; the pod is retried with backoff and no preemption is tried):"
+        )
+        out.append(f"  {expl.error.message()}")
     feasible = expl.ranking()
     out.append(f"Nodes: {len(expl.nodes)} evaluated, {len([v for v in expl.nodes if v.feasible])} feasible")
     groups = expl.groups()
@@ -368,8 +437,8 @@ def render_text(expl: Explanation, all_nodes: bool = False) -> str:
         out.append("Blocking reasons (first rejecting plugin per node):")
         by_name = {v.node: v for v in expl.nodes}
         for reason, names in groups:
-            shown = ", ".join(names[:MAX_GROUP_NAMES]) + (", ..." if len(names) > MAX_GROUP_NAMES else "")
-            out.append(f"  {len(names)} node(s): {reason}  [{shown}]")
+            out.append(f"  {len(names)} node(s): {reason}  [{_names(names, MAX_GROUP_NAMES)}]")
+            out.extend(_also_fails(names, by_name))
             for name in names[:MAX_GROUP_NAMES] if not all_nodes else []:
                 out.extend(f"      {name}: {d.text}" for _, d in by_name[name].details if d.text)
     if all_nodes:
@@ -391,12 +460,12 @@ def render_text(expl: Explanation, all_nodes: bool = False) -> str:
             diff = diff or "same per-plugin scores (a tie, broken at random)"
             out.append(f"  vs {r['node']} ({r['totalScore']}): {diff}")
     if expl.fixes:
-        out.append("What would make it fit (each change checked by re-running the filters on every node):")
-        for i, fix in enumerate(expl.fixes, 1):
-            shown = ", ".join(fix.nodes[:MAX_GROUP_NAMES]) + (", ..." if len(fix.nodes) > MAX_GROUP_NAMES else "")
-            out.append(f"  {i}. {fix.description} -> {len(fix.nodes)} node(s) [{shown}]")
-    elif expl.message and not expl.unsupported:
+        out.extend(_fix_lines(expl.fixes))
+    elif expl.message and not expl.unsupported and expl.error is None:
         out.append("What would make it fit: no single change (or pair of changes) found by the plugins")
+    if expl.deallocation:
+        out.append("DynamicResources PostFilter (dry run: nothing is written by explaining):")
+        out.append(f"  {expl.deallocation}")
     if expl.preemption is not None:
         out.extend(_render_preemption(expl.preemption))
     if expl.message:
@@ -404,6 +473,61 @@ def render_text(expl: Explanation, all_nodes: bool = False) -> str:
     elif expl.best:
         out.append(f"Best node(s): {', '.join(expl.best)}")
     return "\n".join(out)
+
+
+def _names(names: list[str], limit: int) -> str:
+    return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
+
+
+def _pre_filter_lines(expl: Explanation) -> list[str]:
+    """PreFilter in three lines at most: what passed, what had nothing to check (folded), what narrowed or
+    rejected."""
+    if not expl.pre_filter:
+        return []
+    out = ["PreFilter:"]
+    passed = [p for p, r in expl.pre_filter if r == "Success"]
+    skipped = [p for p, r in expl.pre_filter if r == SKIPPED]
+    if passed:
+        out.append(f"  passed: {', '.join(passed)}")
+    out.extend(f"  {p}: {r}" for p, r in expl.pre_filter if r not in ("Success", SKIPPED))
+    if skipped:
+        out.append(f"  nothing to check for this pod (Skip): {', '.join(skipped)}")
+    status = expl.pre_filter_status
+    if status is not None and status.code not in (Code.SUCCESS, Code.ERROR):
+        out.append(f"  rejected by {status.plugin or 'PreFilter'}: {status.message()}")
+    return out
+
+
+def _also_fails(names: list[str], by_name: dict[str, NodeVerdict]) -> list[str]:
+    """The other plugins that reject the group's nodes (the group is named by the first one only)."""
+    others: dict[str, list[str]] = {}
+    for name in names:
+        v = by_name[name]
+        first = v.first_failure
+        for plugin, st in v.filters:
+            if st is None or st.code == Code.SKIP or st is first:
+                continue
+            error = "Error: " if st.code == Code.ERROR else ""
+            others.setdefault(f"{plugin}: {error}{st.message()}", []).append(name)
+    return [
+        f"      also fails: {reason} on {len(hit)} of them [{_names(hit, MAX_GROUP_NAMES)}]"
+        if len(names) > 1
+        else f"      also fails: {reason}"
+        for reason, hit in sorted(others.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]
+
+
+def _fix_lines(fixes: list[Fix]) -> list[str]:
+    """Ranked fixes (changes to the pod first), each with its ladder, and what they all assume."""
+    out = ["What would make it fit (each change checked by re-running the filters on every node):"]
+    for i, fix in enumerate(fixes[:MAX_FIXES_SHOWN], 1):
+        out.append(f"  {i}. {fix.description} -> {len(fix.nodes)} node(s) [{_names(fix.nodes, MAX_GROUP_NAMES)}]")
+        if fix.ladder:
+            out.append("     ladder: " + "; ".join(f"{s.step}: {len(s.nodes)} node(s)" for s in fix.ladder))
+    if len(fixes) > MAX_FIXES_SHOWN:
+        out.append(f"  ... and {len(fixes) - MAX_FIXES_SHOWN} more (-o json lists them all)")
+    out.append(f"  ({ASSUMPTION})")
+    return out
 
 
 def _node_lines(v: NodeVerdict, expl: Explanation) -> list[str]:

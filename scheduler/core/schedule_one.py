@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler import caching
 from scheduler.backend.queue.nominator import CLEAR_NOMINATED_NODE, NominatingInfo
-from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
 from scheduler.core.api import (
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
@@ -39,7 +38,7 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.runtime import Framework, ScoreResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, error_status
-from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 from scheduler.logging_setup import V2, V10
 
 if TYPE_CHECKING:
@@ -334,7 +333,17 @@ def schedule_one(sched: Scheduler, qpi: QueuedPodInfo, cycle: int) -> Coroutine[
         sched.cache.forget_pod(pod.uid)
         handle_scheduling_failure(sched, attempt, *_single_node_failure(status, host), CLEAR_NOMINATED_NODE)
         return None
+    activate_requested(sched, attempt.state)
     return binding_cycle(sched, attempt)
+
+
+def activate_requested(sched: Scheduler, state: CycleState) -> None:
+    """Move the pods plugins asked for (CycleState.pods_to_activate) to activeQ, as upstream does at the end
+    of a successful scheduling cycle and of a successful binding cycle."""
+    if state.pods_to_activate:
+        uids = [p.uid for p in state.pods_to_activate.values()]
+        state.pods_to_activate.clear()
+        sched.activate(uids)
 
 
 def _single_node_failure(status: Status, host: str) -> tuple[Status, Diagnosis | None]:
@@ -395,7 +404,13 @@ async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
         return
     if isinstance(status.error, BindOutcomeUnknownError) and uid in sched.pending:
         sched.unconfirmed_binds[uid] = attempt  # the watch may yet show that it landed: report_landed
-    sched.move_assigned_pod_delete()
+    if status.is_rejected():
+        # Rejected at Permit: requeue it as unschedulable first, then let the room it freed move the others
+        # (not itself: that room cannot help the pod that just gave it up), as upstream's deferred move.
+        handle_scheduling_failure(sched, attempt, status, diagnosis, CLEAR_NOMINATED_NODE)
+        sched.move_assigned_pod_delete(assumed, others_only=True)
+        return
+    sched.move_assigned_pod_delete(assumed)
     handle_scheduling_failure(sched, attempt, status, diagnosis, CLEAR_NOMINATED_NODE)
 
 
@@ -443,6 +458,7 @@ def _report_bound(sched: Scheduler, attempt: Attempt, assumed: PodInfo) -> None:
     sched.observer.pod_scheduled(attempt.qpi.attempts, now - attempt.qpi.initial_attempt_timestamp)
     sched.api.record_scheduled(assumed, host)
     attempt.fwk.run_post_bind(attempt.state, assumed, host)
+    activate_requested(sched, attempt.state)
     if log.isEnabledFor(V2):
         log.log(
             V2,

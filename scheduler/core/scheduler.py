@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.objects import ClusterObjects
 from scheduler.backend.queue.nominator import Nominator
-from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
+from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.core.api import BindError, ClusterAPI
 from scheduler.core.event_handlers import (
     ADDED,
@@ -31,13 +31,14 @@ from scheduler.core.event_handlers import (
 )
 from scheduler.core.schedule_one import Attempt, SchedulingAlgorithm, schedule_one
 from scheduler.core.unsupported import Finding
-from scheduler.framework.interface import ClusterEvent
+from scheduler.framework.interface import ClusterEvent, ClusterEventWithHint, QueueSortPlugin
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.observer import Observer
-from scheduler.framework.runtime import Framework, WaitingPod
+from scheduler.framework.runtime import Framework, PluginErrorLog, WaitingPod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import PodInfo
+from scheduler.framework.types import PodInfo, QueuedPodInfo
+from scheduler.plugins.dynamic_resources.tracker import DraManager
 
 log = logging.getLogger("pyscheduler.scheduler")
 
@@ -102,10 +103,7 @@ class SchedulerHandle:
 
     def reject_waiting_pod(self, uid: str) -> bool:
         waiting = self.get_waiting_pod(uid)
-        if waiting is None:
-            return False
-        waiting.reject("", "removed")
-        return True
+        return waiting is not None and waiting.reject("", "removed")
 
     @property
     def preemption_api(self) -> ClusterAPI:
@@ -128,6 +126,14 @@ class SchedulerHandle:
     @property
     def volume_writer(self) -> ClusterAPI:
         return self._scheduler.api
+
+    @property
+    def claim_writer(self) -> ClusterAPI:
+        return self._scheduler.api
+
+    @property
+    def dra_manager(self) -> DraManager:
+        return self._scheduler.dra_manager
 
     def pod_exists(self, uid: str) -> bool:
         s = self._scheduler
@@ -152,6 +158,8 @@ class ExplainHandle:
         self._pods.update(scheduler.pending)
         self._seed = scheduler.seed
         self._observer = Observer()
+        # The scheduler's allocations in flight and assumed claims count in the explanation too.
+        self._dra_manager = scheduler.dra_manager.copy_onto(self._objects)
         self.frameworks: dict[str, Framework] = {}
 
     def snapshot(self) -> Snapshot:
@@ -206,6 +214,14 @@ class ExplainHandle:
     def volume_writer(self) -> ClusterAPI:
         raise RuntimeError("an explanation never writes volumes")
 
+    @property
+    def claim_writer(self) -> ClusterAPI:
+        raise RuntimeError("an explanation never writes ResourceClaims")
+
+    @property
+    def dra_manager(self) -> DraManager:
+        return self._dra_manager
+
     def pod_exists(self, uid: str) -> bool:
         return uid in self._pods
 
@@ -232,10 +248,14 @@ class Scheduler:
         self.observer = observer or Observer()
         self.cache = Cache()
         self.objects = ClusterObjects()
+        # DynamicResources' claim tracking, shared by every profile (upstream's SharedDRAManager).
+        self.dra_manager = DraManager(self.objects)
         self.snapshot = Snapshot()
         self.algorithm = SchedulingAlgorithm(percentage_of_nodes_to_score, seed)
         self.binder = _Binder(api)
         self.profiles: dict[str, Framework] = dict(profiles or {})
+        # Tracebacks of plugin exceptions, shared by the profiles: at most one per plugin and point a minute.
+        self.plugin_errors = PluginErrorLog()
         self._initial_backoff = initial_backoff
         self._max_backoff = max_backoff
         self.queue: SchedulingQueue = self._new_queue()
@@ -248,9 +268,9 @@ class Scheduler:
         # Attempts whose bind got no answer (it may have landed): if the watch shows the pod bound on that
         # attempt's node before another attempt binds it, the binding is reported as ours.
         self.unconfirmed_binds: dict[str, Attempt] = {}
-        self._plugin_events: dict[str, list[ClusterEvent]] = {}
+        self._plugin_events: dict[str, Sequence[ClusterEvent | ClusterEventWithHint]] = {}
         self._bind_slots = asyncio.Semaphore(max_in_flight_binds)
-        self._bind_tasks: set[asyncio.Task[None]] = set()
+        self._bind_tasks: dict[asyncio.Task[None], str] = {}  # binding cycle -> uid of its pod
         self._background: set[asyncio.Task[None]] = set()  # asynchronous preemptions
         # Pods nominated to nodes (preemption); the frameworks' Filter runs yield to them.
         self.nominator = Nominator(alive=lambda uid: uid in self.pending)
@@ -261,7 +281,10 @@ class Scheduler:
 
     def _new_queue(self) -> SchedulingQueue:
         sort = next((f.queue_sort for f in self.profiles.values() if f.queue_sort is not None), None)
-        key = sort.sort_key if sort is not None else (lambda prio, ts, seq: (-prio, ts, seq))
+        less: Callable[[QueuedPodInfo, QueuedPodInfo], bool] | None = None
+        if sort is not None and type(sort).sort_key is QueueSortPlugin.sort_key:
+            less = self._guarded_less(sort)  # upstream's Less form (an out-of-tree sort)
+        key = (lambda prio, ts, seq: (-prio, ts, seq)) if sort is None or less is not None else sort.sort_key
         pre_enqueue = self._pre_enqueue if self.profiles else None
         return SchedulingQueue(
             key,
@@ -269,7 +292,32 @@ class Scheduler:
             initial_backoff=self._initial_backoff,
             max_backoff=self._max_backoff,
             pre_enqueue=pre_enqueue,
+            less=less,
+            hint_error=self._hint_error,
         )
+
+    def _guarded_less(self, sort: QueueSortPlugin) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
+        """The plugin's `less`, contained: a raise (or a non-bool) is reported and ordered like PrioritySort,
+        so a broken sort can never stop the watch that enqueues pods."""
+        plugin_less = sort.less
+        name = sort.name
+
+        def less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+            try:
+                answer = plugin_less(a, b)
+                if isinstance(answer, bool):
+                    return answer
+                raise TypeError(f"less returned {type(answer).__name__}, want bool")
+            except Exception as exc:
+                self.observer.plugin_error(name, "QueueSort")
+                self.plugin_errors.report(name, "QueueSort", exc)
+            return (-a.pod.priority, a.timestamp) < (-b.pod.priority, b.timestamp)
+
+        return less
+
+    def _hint_error(self, plugin: str, exc: BaseException) -> None:
+        self.observer.plugin_error(plugin, "QueueingHint")
+        self.plugin_errors.report(plugin, "QueueingHint", exc)
 
     def set_profiles(self, profiles: Mapping[str, Framework]) -> None:
         """Install the profiles (built after the scheduler exists, since plugins need it as their Handle)."""
@@ -278,6 +326,8 @@ class Scheduler:
         for fwk in self.profiles.values():
             self._plugin_events.update(fwk.events_to_register())
             fwk.nominator = self.nominator
+            fwk.clock = self.clock
+            fwk.errors = self.plugin_errors
         self.queue = self._new_queue()
 
     def handle(self) -> SchedulerHandle:
@@ -338,14 +388,23 @@ class Scheduler:
         if self._wake is not None:
             self._wake.set()
 
-    def move(self, event: ClusterEvent) -> None:
-        """A cluster event: move the unschedulable pods it may help, then wake the loop."""
-        self.queue.move_all_to_active_or_backoff(event, self._plugin_events)
+    def move(
+        self,
+        event: ClusterEvent,
+        old: Any = None,
+        new: Any = None,
+        pre_check: Callable[[PodInfo], bool] | None = None,
+    ) -> None:
+        """A cluster event: move the unschedulable pods it may help (`old`/`new`: the changed object, for
+        QueueingHints; `pre_check(pod)` False leaves a pod out), then wake the loop."""
+        self.queue.move_all_to_active_or_backoff(event, self._plugin_events, old=old, new=new, pre_check=pre_check)
         self.notify()
 
-    def move_assigned_pod_delete(self) -> None:
-        """A binding failed and its assumed pod left the cache: that frees room like a pod deletion."""
-        self.move(EVENT_ASSIGNED_POD_DELETE)
+    def move_assigned_pod_delete(self, pod: PodInfo | None = None, *, others_only: bool = False) -> None:
+        """A binding failed and its assumed `pod` left the cache: that frees room like a pod deletion.
+        `others_only` leaves the pod itself where its failure put it."""
+        uid = pod.uid if pod is not None and others_only else None
+        self.move(EVENT_ASSIGNED_POD_DELETE, old=pod, pre_check=None if uid is None else (lambda p: p.uid != uid))
 
     def activate(self, uids: Iterable[str]) -> None:
         """Move these pods to activeQ at once (upstream Activate), e.g. a preemptor whose preemption failed."""
@@ -391,6 +450,8 @@ class Scheduler:
             "waiting_pods": sum(len(f.waiting_pods) for f in self.profiles.values()),
             "snapshot_nodes": len(self.snapshot.node_info_map),
             "objects": sum(self.objects.counts().values()),
+            "dra_in_flight": len(self.dra_manager.claims.in_flight),
+            "dra_assumed": self.dra_manager.claims.assumed_count(),
         }
         sizes.update({f"queue_{k}": v for k, v in self.queue.sizes().items()})
         sizes.update({f"cache_{k}": v for k, v in self.cache.sizes().items()})
@@ -412,12 +473,12 @@ class Scheduler:
 
     # ------------------------------------------------------------------ loops
 
-    def _spawn_binding(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn_binding(self, coro: Coroutine[Any, Any, None], uid: str) -> None:
         task = asyncio.get_running_loop().create_task(coro)
-        self._bind_tasks.add(task)
+        self._bind_tasks[task] = uid
 
         def finished(t: asyncio.Task[None]) -> None:
-            self._bind_tasks.discard(t)
+            self._bind_tasks.pop(t, None)
             self._bind_slots.release()
             self.notify()
 
@@ -440,8 +501,25 @@ class Scheduler:
         if coro is None:
             self._bind_slots.release()
         else:
-            self._spawn_binding(coro)
+            self._spawn_binding(coro, qpi.pod.uid)
         return True
+
+    # ------------------------------------------------------------------ Permit waits
+
+    def _parked(self, uid: str) -> bool:
+        """Whether the pod's binding cycle waits at Permit for an outcome nothing but a plugin or its
+        deadline can bring."""
+        return any(fwk.parked(uid) for fwk in self.profiles.values())
+
+    def next_permit_deadline(self) -> float | None:
+        """When the earliest Permit wait times out, on the scheduler's clock (None: nobody waits)."""
+        deadlines = [d for fwk in self.profiles.values() if (d := fwk.next_permit_deadline()) is not None]
+        return min(deadlines, default=None)
+
+    def expire_permit_waits(self) -> int:
+        """Time out the Permit waits that are over (upstream's per-plugin timers, fired by this clock)."""
+        now = self.clock()
+        return sum(fwk.expire_waiting_pods(now) for fwk in self.profiles.values())
 
     async def run(self, stop: asyncio.Event) -> None:
         """Schedule until stop is set; sleeps until the next backoff expiry when nothing is ready."""
@@ -453,13 +531,14 @@ class Scheduler:
             if now - last_leftover >= LEFTOVER_FLUSH_PERIOD:
                 self.queue.flush_unschedulable_leftover()
                 last_leftover = now
+            self.expire_permit_waits()
             if await self._schedule_next():
                 await asyncio.sleep(0)  # let watch events and bindings run between cycles
                 continue
             timeout = LEFTOVER_FLUSH_PERIOD - (now - last_leftover)
-            wakeup = self.queue.next_wakeup()
-            if wakeup is not None:
-                timeout = min(timeout, max(wakeup - now, 0.0))
+            for wakeup in (self.queue.next_wakeup(), self.next_permit_deadline()):
+                if wakeup is not None:
+                    timeout = min(timeout, max(wakeup - now, 0.0))
             timeout = max(min(timeout, 1.0), 0.0)
             self._wake.clear()
             wake = asyncio.ensure_future(self._wake.wait())
@@ -472,27 +551,54 @@ class Scheduler:
         await self.drain()
 
     async def drain(self) -> None:
-        """Wait for in-flight binding cycles and background preemptions to finish."""
+        """Wait for in-flight binding cycles and background preemptions to finish (shutting down).
+
+        Pods parked at Permit will not be allowed any more once scheduling stopped: their binding cycles
+        are cancelled (unreserved, forgotten, nothing written), and they stay Pending for the next leader.
+        """
+        for task, uid in list(self._bind_tasks.items()):
+            if self._parked(uid):
+                task.cancel()
         while self._bind_tasks or self._background:
             await asyncio.gather(*list(self._bind_tasks), *list(self._background), return_exceptions=True)
 
-    async def run_until_idle(self, advance: Callable[[float], None] | None = None, max_idle_rounds: int = 20) -> None:
+    async def quiesce(self) -> None:
+        """Wait until every binding cycle is finished or parked at Permit, and background preemptions are
+        done: the point where only a new cycle, an event or the clock can move anything."""
+        while True:
+            busy = [t for t, uid in self._bind_tasks.items() if not self._parked(uid)]
+            busy.extend(self._background)
+            if not busy:
+                return
+            await asyncio.gather(*busy, return_exceptions=True)
+
+    async def run_until_idle(
+        self,
+        advance: Callable[[float], None] | None = None,
+        max_idle_rounds: int = 20,
+        *,
+        permit_timeouts: bool = True,
+    ) -> None:
         """Schedule until no queued pod can make progress (the simulator's step).
 
         Rejected pods wait in the unschedulable queue for a cluster event, as in a live cluster. Pods in
-        backoff are retried by advancing the (fake) clock through `advance`; after `max_idle_rounds`
-        advances without a single successful binding the remaining pods are left pending, so pods that
-        fail with an Error every time cannot keep the loop alive. A pod re-activated at once after each
-        failed attempt (a preemption whose API call keeps failing is retried at once, as upstream does) would
-        keep the queue busy forever without a clock: after SPIN_BUDGET attempts per queued pod with no
-        binding the remaining pods are left pending too, with a warning.
+        backoff are retried, and Permit waits time out, by advancing the (fake) clock through `advance` to
+        the earliest of those moments, only once nothing else can progress: pods parked at Permit keep
+        waiting while other pods are scheduled, so a gang gathers. `permit_timeouts=False` advances the clock
+        only up to the earliest Permit deadline, never past it (more objects are coming: the simulation
+        creates them before any wait may time out). After `max_idle_rounds` advances without a single
+        successful binding the remaining pods are left pending, so pods that fail with an Error every time
+        cannot keep the loop alive. A pod re-activated at once after each failed attempt (a preemption whose
+        API call keeps failing is retried at once, as upstream does) would keep the queue busy forever
+        without a clock: after SPIN_BUDGET attempts per queued pod with no binding the remaining pods are
+        left pending too, with a warning.
         """
         idle_rounds = 0
         last_bound = self.bound_count
         spins, spin_bound = 0, self.bound_count
         while True:
             if await self._schedule_next():
-                await self.drain()
+                await self.quiesce()
                 spins = 0 if self.bound_count != spin_bound else spins + 1
                 spin_bound = self.bound_count
                 if spins > SPIN_BUDGET * (sum(self.queue.pending().values()) + 1):
@@ -502,12 +608,19 @@ class Scheduler:
                     )
                     return
                 continue
-            await self.drain()
+            await self.quiesce()
             if self.queue.pending().get("active", 0):
                 continue
             wakeup = self.queue.next_wakeup()
-            if wakeup is None or advance is None or idle_rounds >= max_idle_rounds:
+            deadline = self.next_permit_deadline()
+            if deadline is not None and not permit_timeouts:
+                if wakeup is not None and wakeup >= deadline:
+                    wakeup = None  # past a Permit deadline: wait for the objects still to come
+                deadline = None
+            moments = [m for m in (wakeup, deadline) if m is not None]
+            if not moments or advance is None or idle_rounds >= max_idle_rounds:
                 return
             idle_rounds = 0 if self.bound_count != last_bound else idle_rounds + 1
             last_bound = self.bound_count
-            advance(wakeup)
+            advance(min(moments))
+            self.expire_permit_waits()

@@ -40,6 +40,7 @@ Contract (what the scheduler guarantees and expects):
   PreBind/Bind are coroutines and may await I/O with timeouts).
 """
 
+from scheduler.framework.fit_error import NodeToStatus
 from scheduler.framework.interface import (
     ASSIGNED_POD,
     MAX_NODE_SCORE,
@@ -48,13 +49,16 @@ from scheduler.framework.interface import (
     UNSCHEDULED_POD,
     WILDCARD,
     ActionType,
+    Binder,
     BindPlugin,
     ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
     EnqueueExtensions,
     ExplainDetail,
     ExplainExtensions,
     FilterPlugin,
+    FixCandidate,
     Handle,
     ObjectEventHandler,
     PermitPlugin,
@@ -68,13 +72,17 @@ from scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
+    QueueingHintFn,
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    VolumeWriter,
     WaitingPodView,
 )
 from scheduler.framework.labels import Selector, SelectorError, compile_label_selector, selector_from_set
 from scheduler.framework.objects import KINDS, KindInfo, ObjectLister, register_kind
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import (
     SKIP,
     Code,
@@ -84,7 +92,7 @@ from scheduler.framework.status import (
     unresolvable,
     unschedulable,
 )
-from scheduler.framework.types import NodeInfo, NodeRecord, PodInfo, Resource, Taint, Toleration
+from scheduler.framework.types import NodeInfo, NodeRecord, PodInfo, QueuedPodInfo, Resource, Taint, Toleration
 
 __all__ = [
     "ASSIGNED_POD",
@@ -97,17 +105,21 @@ __all__ = [
     "WILDCARD",
     "ActionType",
     "BindPlugin",
+    "Binder",
     "ClusterEvent",
+    "ClusterEventWithHint",
     "Code",
     "CycleState",
     "EnqueueExtensions",
     "ExplainDetail",
     "ExplainExtensions",
     "FilterPlugin",
+    "FixCandidate",
     "Handle",
     "KindInfo",
     "NodeInfo",
     "NodeRecord",
+    "NodeToStatus",
     "ObjectEventHandler",
     "ObjectLister",
     "PermitPlugin",
@@ -123,14 +135,19 @@ __all__ = [
     "PreFilterResult",
     "PreScorePlugin",
     "QueueSortPlugin",
+    "QueuedPodInfo",
+    "QueueingHint",
+    "QueueingHintFn",
     "ReservePlugin",
     "Resource",
     "ScorePlugin",
     "Selector",
     "SelectorError",
+    "Snapshot",
     "Status",
     "Taint",
     "Toleration",
+    "VolumeWriter",
     "WaitingPodView",
     "compile_label_selector",
     "error_status",

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Flag, auto
+from enum import Flag, IntEnum, auto
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from scheduler.framework.fit_error import NodeToStatus
 from scheduler.framework.objects import ObjectLister
 from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import Snapshot
@@ -26,9 +26,15 @@ MIN_NODE_SCORE = 0
 
 
 class CycleState(dict[str, Any]):
-    """Per-attempt scratch space plugins write in PreFilter/PreScore and read in Filter/Score."""
+    """Per-attempt scratch space plugins write in PreFilter/PreScore and read in Filter/Score.
 
-    __slots__ = ("record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    `pods_to_activate` is upstream's PodsToActivate (state key "kubernetes.io/pods-to-activate"): pods a
+    plugin puts there (keyed "namespace/name") move from the unschedulable pool or backoffQ to activeQ at
+    the end of a successful scheduling cycle, and again at the end of a successful binding cycle (a gang
+    member waiting at Permit activates its siblings this way).
+    """
+
+    __slots__ = ("pods_to_activate", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         super().__init__()
@@ -36,6 +42,7 @@ class CycleState(dict[str, Any]):
         self.skip_score_plugins: set[str] = set()
         # Upstream times each plugin only in a sample of cycles (pluginMetricsSamplePercent = 10).
         self.record_plugin_metrics = False
+        self.pods_to_activate: dict[str, PodInfo] = {}
 
     def clone(self) -> CycleState:
         """A copy for a what-if evaluation (nominated pods added, preemption victims removed): upstream's
@@ -45,6 +52,7 @@ class CycleState(dict[str, Any]):
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
         other.record_plugin_metrics = self.record_plugin_metrics
+        other.pods_to_activate = self.pods_to_activate  # shared, as upstream's Clone returns the same map
         for key, value in self.items():
             clone = getattr(value, "clone", None)
             other[key] = clone() if callable(clone) else value
@@ -86,6 +94,7 @@ class ActionType(Flag):
     UPDATE_NODE_TAINT = auto()
     UPDATE_NODE_CONDITION = auto()
     UPDATE_NODE_ANNOTATION = auto()
+    UPDATE_NODE_DECLARED_FEATURE = auto()  # status.declaredFeatures changed (NodeDeclaredFeatures)
     UPDATE_POD_LABEL = auto()
     UPDATE_POD_SCALE_DOWN = auto()
     UPDATE_POD_TOLERATION = auto()
@@ -97,6 +106,7 @@ class ActionType(Flag):
         | UPDATE_NODE_TAINT
         | UPDATE_NODE_CONDITION
         | UPDATE_NODE_ANNOTATION
+        | UPDATE_NODE_DECLARED_FEATURE
         | UPDATE_POD_LABEL
         | UPDATE_POD_SCALE_DOWN
         | UPDATE_POD_TOLERATION
@@ -125,6 +135,28 @@ class ClusterEvent:
         if registered.resource == WILDCARD:
             return True
         return registered.resource == self.resource and bool(registered.action & self.action)
+
+
+class QueueingHint(IntEnum):
+    """Whether an event may make a pod a plugin rejected schedulable (upstream fwk.QueueingHint)."""
+
+    QUEUE_SKIP = 0
+    QUEUE = 1
+
+
+QueueingHintFn = Callable[[PodInfo, Any, Any], QueueingHint]
+"""`hint(pod, old, new)`: called for a pod the plugin rejected when a registered event happens; `old` and
+`new` are the object before and after (None for an add or a delete): a NodeRecord for Node events, a PodInfo
+for pod events, the raw dict for other kinds. Raising counts as QUEUE, so a buggy hint never strands a pod."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """A registered event with an optional QueueingHint function (upstream fwk.ClusterEventWithHint);
+    without one, every matching event requeues the pods the plugin rejected."""
+
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
 
 
 # Events the queue reacts to for pods no plugin claims (e.g. rejected by an Error), and the 5 min flush.
@@ -165,6 +197,56 @@ class VolumeWriter(Protocol):
     async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]: ...
 
 
+class ConflictError(Exception):
+    """A write was refused because the object changed meanwhile (409 Conflict): re-read it and retry."""
+
+
+class NotFoundError(Exception):
+    """The object of a write or a read does not exist (404)."""
+
+
+class ClaimWriter(Protocol):
+    """The ResourceClaim (and pod status) writes DynamicResources makes, as upstream's plugin makes them.
+
+    Each returns the object as the API server stored it. Implementations time out every call and raise
+    ConflictError (409), NotFoundError (404) or another exception whose text is the API server's message
+    (which becomes the pod's failure message).
+    """
+
+    async def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        """GET the claim (after a conflict, the latest version)."""
+        ...
+
+    async def create_resource_claim(self, claim: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a claim (the one the scheduler makes for extended resources backed by DRA)."""
+        ...
+
+    async def update_resource_claim(self, claim: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the claim (metadata.finalizers)."""
+        ...
+
+    async def update_resource_claim_status(self, claim: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the claim's status subresource (allocation, reservedFor; deallocation)."""
+        ...
+
+    async def unreserve_resource_claim(self, namespace: str, name: str, claim_uid: str, pod_uid: str) -> None:
+        """Remove one consumer from status.reservedFor (a strategic merge patch of the status, so it needs no
+        latest version)."""
+        ...
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> None:
+        """DELETE the claim (NotFoundError when it is gone already)."""
+        ...
+
+    async def patch_pod_extended_resource_claim_status(self, pod: PodInfo, status: Mapping[str, Any]) -> None:
+        """Set the pod's status.extendedResourceClaimStatus (the claim made for its extended resources)."""
+        ...
+
+    def record_pod_event(self, pod: PodInfo, event_type: str, reason: str, action: str, note: str) -> None:
+        """Emit an event about the pod (e.g. Normal BindingConditionsPending), asynchronously."""
+        ...
+
+
 class WaitingPodView(Protocol):
     """A pod parked at Permit (upstream framework.WaitingPod): allow or reject it from any plugin code."""
 
@@ -179,8 +261,9 @@ class WaitingPodView(Protocol):
         """`plugin` lets the pod go; it binds once every waiting plugin allowed it."""
         ...
 
-    def reject(self, plugin: str, message: str) -> None:
-        """Fail the pod's attempt: it goes back to the queue as unschedulable with `message`."""
+    def reject(self, plugin: str, message: str) -> bool:
+        """Fail the pod's attempt: it goes back to the queue as unschedulable with `message`. False when
+        the pod's wait was already decided (allowed, rejected or timed out)."""
         ...
 
 
@@ -199,7 +282,8 @@ class Handle(Protocol):
     - `binder`: the write DefaultBinder uses;
     - `objects`: Namespaces, PVCs, ConfigMaps... of the kinds the plugin declared in `object_kinds`;
     - waiting pods: Permit plugins that return WAIT find their pods again here to allow or reject them;
-    - `volume_writer` and `pod_exists`: VolumeBinding's PreBind writes PVs/PVCs and stops once its pod is gone.
+    - `volume_writer` and `pod_exists`: VolumeBinding's PreBind writes PVs/PVCs and stops once its pod is gone;
+    - `claim_writer`: DynamicResources' PreBind, PostFilter and Unreserve write ResourceClaims.
     """
 
     def snapshot(self) -> Snapshot: ...
@@ -225,6 +309,9 @@ class Handle(Protocol):
         """Whether the scheduler still knows the pod (upstream's pod lister Get): False once it was deleted."""
         ...
 
+    @property
+    def claim_writer(self) -> ClaimWriter: ...
+
 
 # ---------------------------------------------------------------------------------------------------------
 # Extension points
@@ -242,9 +329,11 @@ class Plugin:
 
 
 class EnqueueExtensions:
-    """Plugins that can reject pods say which cluster events could make those pods schedulable again."""
+    """Plugins that can reject pods say which cluster events could make those pods schedulable again
+    (upstream EventsToRegister), each optionally with a QueueingHint function that looks at the pod and
+    the changed object to skip events that cannot help it."""
 
-    def events_to_register(self) -> list[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
         return [ClusterEvent(WILDCARD, ActionType.ALL)]
 
 
@@ -264,8 +353,12 @@ class FixCandidate:
     The explain engine never trusts the proposal: it applies `pod` (to the pod) and/or `snapshot` (to the
     cluster's nodes) to copies, re-runs every PreFilter/Filter on every node, and reports the nodes that
     become feasible. Candidates with the same `key` are one change; of those, the one with the largest
-    `magnitude` is kept (e.g. the largest request that still fits somewhere). `data` is the change in
-    structured form for JSON (`{"toleration": {...}}`, `{"resource": "cpu", "request": "1500m"}`...).
+    `magnitude` is tried first (the smallest change: the largest request that still fits somewhere); the
+    others are the steps of a ladder ("cpu <= 1800m: 1 node; <= 500m: 3 nodes"), each labelled by `step`.
+    `data` is the change in structured form for JSON, applied literally (`{"toleration": {...}}`,
+    `{"resource": "cpu", "request": "1500m"}`...; docs/explain.md). `partial` says the change alone cannot
+    lift this plugin's rejection of the node (the node needs another of the plugin's proposals too), so the
+    engine keeps it for combinations only.
     """
 
     key: str
@@ -275,6 +368,8 @@ class FixCandidate:
     snapshot: Callable[[Snapshot], Snapshot] | None = None
     magnitude: float = 0.0
     data: Mapping[str, Any] = field(default_factory=dict)
+    step: str = ""
+    partial: bool = False
 
 
 class ExplainExtensions:
@@ -304,6 +399,13 @@ class ObjectEventHandler:
 
 
 class QueueSortPlugin(Plugin):
+    """Orders activeQ (one per scheduler). Define `less` like upstream's Less; in-tree sorts define the
+    faster `sort_key` instead (a heap key from the queue's own fields), which the queue then uses."""
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """Whether `a` pops before `b` (upstream Less(QueuedPodInfo, QueuedPodInfo))."""
+        raise NotImplementedError
+
     def sort_key(self, priority: int, timestamp: float, seq: int) -> tuple[Any, ...]:
         """A key such that smaller keys pop first (the heap form of Less)."""
         raise NotImplementedError

@@ -13,6 +13,7 @@ its input file. A change of one of these objects is a cluster event named after 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -38,6 +39,11 @@ VOLUME_ATTACHMENT: Final = "VolumeAttachment"
 POD_DISRUPTION_BUDGET: Final = "PodDisruptionBudget"
 PRIORITY_CLASS: Final = "PriorityClass"
 CONFIG_MAP: Final = "ConfigMap"
+RESOURCE_CLAIM: Final = "ResourceClaim"
+RESOURCE_CLAIM_TEMPLATE: Final = "ResourceClaimTemplate"
+RESOURCE_SLICE: Final = "ResourceSlice"
+DEVICE_CLASS: Final = "DeviceClass"
+DEVICE_TAINT_RULE: Final = "DeviceTaintRule"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +81,13 @@ KINDS: Final[dict[str, KindInfo]] = {
     POD_DISRUPTION_BUDGET: KindInfo("policy", "v1", "poddisruptionbudgets", True),
     PRIORITY_CLASS: KindInfo("scheduling.k8s.io", "v1", "priorityclasses", False),
     CONFIG_MAP: KindInfo("", "v1", "configmaps", True),
+    # Dynamic resource allocation (resource.k8s.io/v1). Templates are read by `simulate` only (it plays the
+    # resourceclaim controller); the scheduler itself never reads them, as upstream's.
+    RESOURCE_CLAIM: KindInfo("resource.k8s.io", "v1", "resourceclaims", True),
+    RESOURCE_CLAIM_TEMPLATE: KindInfo("resource.k8s.io", "v1", "resourceclaimtemplates", True),
+    RESOURCE_SLICE: KindInfo("resource.k8s.io", "v1", "resourceslices", False),
+    DEVICE_CLASS: KindInfo("resource.k8s.io", "v1", "deviceclasses", False),
+    DEVICE_TAINT_RULE: KindInfo("resource.k8s.io", "v1", "devicetaintrules", False),
 }
 """Every kind a plugin may read through the lister (out-of-tree plugins may add theirs: register_kind)."""
 
@@ -91,7 +104,7 @@ def register_kind(kind: str, info: KindInfo) -> None:
     KINDS[kind] = info
 
 
-def object_key(obj: JSON) -> tuple[str, str]:
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     """(namespace, name) of an object; cluster-scoped objects have namespace ""."""
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")

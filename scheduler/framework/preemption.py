@@ -432,8 +432,9 @@ class Executor:
         """Preempt one victim (upstream PreemptPod); True when it was only rejected at Permit in memory."""
         api = self._handle.preemption_api
         waiting = self._handle.get_waiting_pod(victim.uid)
-        if waiting is not None:
-            waiting.reject(self._plugin_name, "preempted")
+        # Error, not Unschedulable: the victim goes back to backoffQ (upstream Preempt). A wait already
+        # decided cannot be preempted in memory any more: the victim is deleted like any other.
+        if waiting is not None and waiting.preempt(self._plugin_name, "preempted"):
             log.info("Preemptor preempted a waiting pod", extra={"preemptor": preemptor.key, "waitingPod": victim.key})
             api.record_preempted(victim, preemptor, preempted_note(preemptor, node, in_memory=True))
             return True

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from typing import Final
 
 from scheduler.caching import switchable_lru_cache
 
@@ -85,37 +84,6 @@ def parse_quantity(text: str | int | float) -> Fraction:
     return -value if sign == "-" else value
 
 
-_DECIMAL_SUFFIXES: Final = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""), (-3, "m"),
-                            (-6, "u"), (-9, "n"))
-_BINARY_SUFFIXES: Final = ((60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki"))
-
-
-def canonical(text: str | int | float) -> str:
-    """Quantity.String() of a valid quantity, as field errors print it: "1.5" is "1500m", "1024Mi" "1Gi",
-    "2000" "2k"; binary suffixes stay binary for whole values of 1024 or more; below 1n rounds up to it."""
-    value = parse_quantity(text)
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    value = abs(value)
-    binary = isinstance(text, str) and text.strip().endswith("i")
-    if binary and value >= 1024 and value.denominator == 1:
-        number = int(value)
-        for shift, suffix in _BINARY_SUFFIXES:
-            if number % (1 << shift) == 0:
-                return f"{sign}{number >> shift}{suffix}"
-        return f"{sign}{number}"
-    exponent_form = isinstance(text, str) and ("e" in text or "E" in text)
-    nanos = _ceil(value * 10**9)
-    for power, suffix in _DECIMAL_SUFFIXES:
-        if nanos % 10 ** (power + 9) == 0:
-            mantissa = nanos // 10 ** (power + 9)
-            if exponent_form:
-                return f"{sign}{mantissa}" + (f"e{power}" if power else "")
-            return f"{sign}{mantissa}{suffix}"
-    return f"{sign}{nanos}n"  # pragma: no cover - every integer is a multiple of 10**0
-
-
 def _ceil(value: Fraction) -> int:
     return -((-value.numerator) // value.denominator)
 
@@ -130,3 +98,98 @@ def value_of(text: str | int | float) -> int:
 def milli_value_of(text: str | int | float) -> int:
     """Quantity.MilliValue(): thousandths, rounded up (so "0.0001" cpu is 1m)."""
     return _ceil(parse_quantity(text) * 1000)
+
+
+# resource.Quantity's formats: how ParseQuantity remembers a quantity was written, which decides its canonical
+# String() ("1Gi" stays binary, "1G" decimal, "1e9" exponent).
+DECIMAL_SI = "DecimalSI"
+BINARY_SI = "BinarySI"
+DECIMAL_EXPONENT = "DecimalExponent"
+
+_NANO = 10**9
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def quantity_format(text: str) -> str:
+    """The Format resource.ParseQuantity gives `text` (a valid quantity): its suffix decides it."""
+    match = _QUANTITY.match(text.strip())
+    if match is None:
+        raise QuantityError(f"quantities must match the regular expression, got {text!r}")
+    suffix = match.group(3) or ""
+    if suffix in _BINARY:
+        # A binary amount between 0 and 1 is shown in decimal ("0.0001Ki" is 102400u).
+        value = parse_quantity(text)
+        return DECIMAL_SI if 0 < abs(value) < 1 else BINARY_SI
+    if suffix[:1] in ("e", "E") and len(suffix) > 1:
+        return DECIMAL_EXPONENT
+    return DECIMAL_SI
+
+
+def round_up_to_nano(value: Fraction) -> Fraction:
+    """What ParseQuantity keeps of a value: nano precision, rounded away from zero (1e-10 is 1n)."""
+    if (value * _NANO).denominator == 1:
+        return value
+    scaled = value * _NANO
+    whole = -((-scaled.numerator) // scaled.denominator) if scaled > 0 else scaled.numerator // scaled.denominator
+    return Fraction(whole, _NANO)
+
+
+def canonical_quantity(value: Fraction, fmt: str) -> str:
+    """resource.Quantity.String() of a value (nano precision) in a format: "1Gi", "1500m", "2k", "1e3"."""
+    if value == 0:
+        return "0"
+    if fmt == BINARY_SI and not (-1024 < value < 1024) and value.denominator == 1:
+        mantissa, exponent = int(value), 0
+        while mantissa % 1024 == 0 and exponent < len(_BINARY_SUFFIXES) - 1:
+            mantissa //= 1024
+            exponent += 1
+        return f"{mantissa}{_BINARY_SUFFIXES[exponent]}"
+    # Decimal: the value as mantissa * 10**exponent with the largest exponent that is a multiple of 3.
+    exponent = -9
+    number = int(round_up_to_nano(value) * _NANO)
+    while number % 10 == 0:
+        number //= 10
+        exponent += 1
+    while exponent % 3:
+        number *= 10
+        exponent -= 1
+    if fmt == DECIMAL_EXPONENT:
+        return f"{number}e{exponent}" if exponent else str(number)
+    return f"{number}{_DECIMAL_SUFFIXES.get(exponent, '')}"
+
+
+_DECIMAL_EXPONENTS = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_EXPONENTS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_SPLIT = re.compile(r"^([+-]?)0*(\d*)(?:\.(\d*))?(.*)$")
+
+
+def quantity_string(text: str) -> str:
+    """Quantity.String() of ParseQuantity(text) (a valid quantity), which is what JSON round-trips write.
+
+    ParseQuantity keeps the text itself when it is already in a form String() accepts (so "1E3" and "+2"
+    stay as written, "1024Mi" becomes "1Gi" and "1.5" becomes "1500m"); otherwise the canonical form.
+    """
+    text = text.strip()
+    fmt = quantity_format(text)
+    if text == "0":
+        return text
+    match = _SPLIT.match(text)
+    if match is not None:
+        num, denom, suffix = match.group(2) or "0", match.group(3) or "", match.group(4)
+        if suffix in _BINARY_EXPONENTS:
+            exponent, scale = _BINARY_EXPONENTS[suffix], 0
+            precision = 15 - len(num) - exponent * 3 // 10 - 1 if not denom else -1
+        else:
+            exponent = _DECIMAL_EXPONENTS[suffix] if suffix in _DECIMAL_EXPONENTS else int(suffix[1:])
+            scale, precision = exponent, 18 - len(num) - len(denom)
+        if precision >= 0 and scale - len(denom) >= -9:
+            scale -= len(denom)
+            shifted = num + denom
+            value = int(shifted)
+            if suffix in _BINARY_EXPONENTS:
+                if value << exponent <= 2**63 - 1 and value & 0x07 != 0:
+                    return text
+            elif abs(value) <= 2**63 - 1 and scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0":
+                return text
+    return canonical_quantity(round_up_to_nano(parse_quantity(text)), fmt)

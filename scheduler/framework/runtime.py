@@ -8,6 +8,7 @@ while Python pays one call per plugin instead of one per plugin and node.
 from __future__ import annotations
 
 import asyncio
+import logging
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -15,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.framework.fit_error import NodeToStatus
+from scheduler.framework.go_duration import format_seconds
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
     ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
@@ -44,6 +47,9 @@ from scheduler.framework.observer import Observer
 from scheduler.framework.status import Code, Status, error_status
 from scheduler.framework.types import NodeInfo, PodInfo
 
+log = logging.getLogger("pyscheduler.framework")
+
+PRE_ENQUEUE = "PreEnqueue"
 PRE_FILTER = "PreFilter"
 FILTER = "Filter"
 POST_FILTER = "PostFilter"
@@ -51,6 +57,7 @@ PRE_SCORE = "PreScore"
 SCORE = "Score"
 RESERVE = "Reserve"
 PERMIT = "Permit"
+UNRESERVE = "Unreserve"
 PRE_BIND = "PreBind"
 BIND = "Bind"
 POST_BIND = "PostBind"
@@ -58,29 +65,44 @@ POST_BIND = "PostBind"
 # The longest a Permit plugin may make a pod wait (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 
-# CycleState key: the PreFilter plugin at which PreFilter stopped (UnschedulableAndUnresolvable, or a node set
-# left empty); the plugins after it did not run in this cycle, as upstream's RunPreFilterPlugins.
-PRE_FILTER_STOPPED_AT = "framework/pre-filter-stopped-at"
-DYNAMIC_RESOURCES = "DynamicResources"
-DRA_STATE_NOT_FOUND = "not found"  # upstream fwk.ErrNotFound: CycleState.Read of a key nobody wrote
-
-
-@dataclass(frozen=True, slots=True)
-class DraPostFilter:
-    """kube-scheduler v1.37 runs DynamicResources by default; pyscheduler has no such plugin and fails closed
-    on pods with resource claims, so for the pods it places that plugin's only visible effect is its
-    PostFilter, which runs before DefaultPreemption: Unschedulable without a reason (nothing to deallocate,
-    preemption goes on) when its PreFilter ran in the cycle, an Error "not found" (its state is missing) when
-    it did not. The Error ends PostFilter, so preemption is not tried and the message ends with `not found`.
-    """
-
-    # The PreFilter plugins ordered before DynamicResources': a rejection by one of them stops PreFilter
-    # before it. None when upstream does not run its PreFilter at all for the profile.
-    pre_filter_preceded_by: frozenset[str] | None
-
-
 class PluginResultError(TypeError):
     """A plugin returned something that is not what its extension point promises."""
+
+
+def exception_text(exc: BaseException) -> str:
+    """An exception as an error message that keeps its type: `KeyError: 'team-db'` (not just `'team-db'`)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class PluginErrorLog:
+    """Logs plugin exceptions with their traceback, at most one line per (plugin, extension point) every
+    `period` seconds, saying how many it held back since: a plugin failing on every pod cannot flood the
+    log, and the first failure of each kind is always there to debug."""
+
+    def __init__(self, period: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.period = period
+        self._clock = clock
+        self._last: dict[tuple[str, str], float] = {}
+        self._held: dict[tuple[str, str], int] = {}
+
+    def report(self, plugin: str, point: str, exc: BaseException, pod: str = "") -> bool:
+        """Log `exc` unless one was logged for the same plugin and point within the period; True if logged."""
+        key = (plugin, point)
+        now = self._clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self.period:
+            self._held[key] = self._held.get(key, 0) + 1
+            return False
+        self._last[key] = now
+        fields: dict[str, Any] = {"plugin": plugin, "extensionPoint": point, "error": exception_text(exc)}
+        if pod:
+            fields["pod"] = pod
+        held = self._held.pop(key, 0)
+        if held:
+            fields["suppressed"] = held
+        log.error("plugin raised an exception", extra=fields, exc_info=exc)
+        return True
 
 
 def _status(value: Any, plugin: str, point: str) -> Status | None:
@@ -125,46 +147,78 @@ class ScoreResult:
 
 
 class WaitingPod:
-    """A pod parked at Permit until every waiting plugin allows it, one rejects it, or it times out.
+    """A pod parked at Permit until every waiting plugin allows it, one rejects it, or a wait times out.
 
+    Each plugin's wait has its own deadline on the scheduler's clock (upstream arms one timer per plugin);
+    the scheduler expires them (`expire`), so a simulation's fake clock times them out with no real waiting.
     Plugins reach it through Handle.get_waiting_pod / iterate_over_waiting_pods (WaitingPodView).
     """
 
-    def __init__(self, pod: PodInfo, pending: dict[str, float]) -> None:
+    def __init__(self, pod: PodInfo, pending: Mapping[str, float], now: float = 0.0) -> None:
         self._pod = pod
-        self.pending = dict(pending)
-        self._done: asyncio.Future[Status | None] | None = None
+        # plugin -> (deadline on the scheduler's clock, the wait it asked for in seconds)
+        self.pending: dict[str, tuple[float, float]] = {p: (now + t, t) for p, t in pending.items()}
+        self._result: Status | None = None
+        self._done = False
+        self._future: asyncio.Future[Status | None] | None = None
 
     @property
     def pod(self) -> PodInfo:
         return self._pod
 
+    @property
+    def done(self) -> bool:
+        """Allowed by every plugin, rejected, timed out or preempted: the binding cycle may go on."""
+        return self._done
+
     def pending_plugins(self) -> list[str]:
         return list(self.pending)
 
-    def _future(self) -> asyncio.Future[Status | None]:
-        if self._done is None:
-            self._done = asyncio.get_running_loop().create_future()
-        return self._done
+    def _finish(self, status: Status | None) -> bool:
+        """Deliver the first outcome; later ones are ignored, as upstream's one-slot channel drops them."""
+        if self._done:
+            return False
+        self._done = True
+        self._result = status
+        if self._future is not None and not self._future.done():
+            self._future.set_result(status)
+        return True
 
     def allow(self, plugin: str) -> None:
         self.pending.pop(plugin, None)
-        if not self.pending and not self._future().done():
-            self._future().set_result(None)
+        if not self.pending:
+            self._finish(None)
 
-    def reject(self, plugin: str, message: str) -> None:
-        if not self._future().done():
-            self._future().set_result(Status(Code.UNSCHEDULABLE, (message,), plugin))
+    def reject(self, plugin: str, message: str) -> bool:
+        """Unschedulable at Permit; False when the pod was no longer waiting."""
+        return self._finish(Status(Code.UNSCHEDULABLE, (message,), plugin))
+
+    def preempt(self, plugin: str, message: str) -> bool:
+        """Evicted by preemption while waiting: an Error, so the pod is retried after backoff (upstream Preempt)."""
+        return self._finish(Status(Code.ERROR, (message,), plugin))
+
+    def next_deadline(self) -> float | None:
+        """When the earliest pending wait times out (None once decided)."""
+        if self._done or not self.pending:
+            return None
+        return min(deadline for deadline, _ in self.pending.values())
+
+    def expire(self, now: float) -> bool:
+        """Reject the pod if a pending plugin's wait is over at `now`, with upstream's timeout message."""
+        due = [(deadline, plugin) for plugin, (deadline, _) in self.pending.items() if deadline <= now]
+        if self._done or not due:
+            return False
+        _, plugin = min(due, key=lambda d: d[0])
+        waited = format_seconds(self.pending[plugin][1])
+        return self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
 
     async def wait(self) -> Status | None:
-        timeout = min(max(self.pending.values(), default=0.0), MAX_PERMIT_TIMEOUT)
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._future()), timeout)
-        except TimeoutError:
-            plugin = next(iter(self.pending), "")
-            return Status(
-                Code.UNSCHEDULABLE, (f"rejected due to timeout after waiting {timeout}s at plugin {plugin}",), plugin
-            )
+        """The outcome, once decided (at once when it already is)."""
+        if self._done:
+            return self._result
+        if self._future is None:
+            self._future = asyncio.get_running_loop().create_future()
+        return await asyncio.shield(self._future)
 
 
 class Framework:
@@ -179,18 +233,14 @@ class Framework:
         percentage_of_nodes_to_score: int | None = None,
         observer: Observer | None = None,
         upstream_plugins: frozenset[str] = frozenset(),
-        dra_post_filter: DraPostFilter | None = None,
     ) -> None:
         """`points` maps an extension point name to the ordered plugin names enabled there.
 
         `upstream_plugins`: the default plugins kube-scheduler would run (PreFilter/Filter) for this
         profile; the fail-closed guard refuses pods needing one of them that pyscheduler lacks.
-        `dra_post_filter`: set when kube-scheduler would run DynamicResources' PostFilter, which pyscheduler
-        has no plugin for (see DraPostFilter).
         """
         self.profile_name = profile_name
         self.upstream_plugins = upstream_plugins
-        self.dra_post_filter = dra_post_filter
         # Builds the same profile again with other plugin instances on another Handle (set by the profile
         # builder): explanations computed off the scheduling loop get plugins nobody else touches.
         self.rebuild: Callable[[Handle], Framework] | None = None
@@ -225,18 +275,41 @@ class Framework:
         self.bind: list[BindPlugin] = pick("bind", BindPlugin)  # type: ignore[assignment]
         self.post_bind: list[PostBindPlugin] = pick("postBind", PostBindPlugin)  # type: ignore[assignment]
         self.waiting_pods: dict[str, WaitingPod] = {}
+        # The scheduler's clock (set by the Scheduler): Permit waits time out on it, so a simulation's fake
+        # clock expires them with no real waiting.
+        self.clock: Callable[[], float] = time.monotonic
+        # Where plugin tracebacks go (the Scheduler shares one across its profiles).
+        self.errors = PluginErrorLog()
         # The pods nominated to nodes (the scheduler's Nominator); Filter runs count the ones a pod must yield
         # to. None (unit tests, explanations of a bare framework) means nobody is nominated anywhere.
         self.nominator: PodNominator | None = None
 
+    def _raised(self, pl: Plugin, point: str, exc: BaseException, pod: PodInfo) -> str:
+        """A plugin raised: count it, log its traceback (rate-limited), and return the error text for the
+        status: an in-tree plugin's own words (upstream's messages), the Python type added for out-of-tree
+        ones, so `running "BoomFilter" filter plugin: KeyError: 'team-db'` says what went wrong."""
+        self.observer.plugin_error(pl.name, point)
+        self.errors.report(pl.name, point, exc, pod.key)
+        if pl.name in self._trusted:
+            return str(exc) or type(exc).__name__
+        return exception_text(exc)
+
     # ------------------------------------------------------------------ queueing
 
-    def events_to_register(self) -> dict[str, list[ClusterEvent]]:
-        """Plugin name -> cluster events that may make a pod it rejected schedulable."""
-        out: dict[str, list[ClusterEvent]] = {}
+    def events_to_register(self) -> dict[str, list[ClusterEvent | ClusterEventWithHint]]:
+        """Plugin name -> cluster events (with their QueueingHints) that may make a pod it rejected
+        schedulable; a plugin returning anything else fails the startup, naming it."""
+        out: dict[str, list[ClusterEvent | ClusterEventWithHint]] = {}
         for plugin in self.plugins.values():
             if isinstance(plugin, EnqueueExtensions):
-                out[plugin.name] = plugin.events_to_register()
+                events = list(plugin.events_to_register())
+                for e in events:
+                    if not isinstance(e, ClusterEvent | ClusterEventWithHint):
+                        raise PluginResultError(
+                            f"plugin {plugin.name!r}: events_to_register returned {type(e).__name__}, "
+                            "want ClusterEvent or ClusterEventWithHint"
+                        )
+                out[plugin.name] = events
         return out
 
     def plugin_points(self) -> list[tuple[str, str]]:
@@ -269,8 +342,8 @@ class Framework:
             try:
                 status = _status(pl.pre_enqueue(pod), pl.name, "PreEnqueue")
             except Exception as exc:  # a broken plugin must not stop the queue
-                self.observer.plugin_error(pl.name, "PreEnqueue")
-                return error_status(f"running PreEnqueue plugin {pl.name!r}: {exc}", pl.name)
+                text = self._raised(pl, PRE_ENQUEUE, exc, pod)
+                return error_status(f'running PreEnqueue plugin "{pl.name}": {text}', pl.name)
             if status is not None and status.code != Code.SUCCESS:
                 return status.with_plugin(pl.name)
         return None
@@ -284,8 +357,7 @@ class Framework:
         return bool(self.score)
 
     def has_post_filter_plugins(self) -> bool:
-        """Upstream's check before PostFilter; DynamicResources' PostFilter counts (see DraPostFilter)."""
-        return bool(self.post_filter) or self.dra_post_filter is not None
+        return bool(self.post_filter)
 
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -311,15 +383,14 @@ class Framework:
                         pl_code = s.code if s is not None else Code.SUCCESS
                         self.observer.plugin_execution(pl.name, PRE_FILTER, pl_code, time.perf_counter() - t)
                 except Exception as exc:
-                    self.observer.plugin_error(pl.name, PRE_FILTER)
-                    return None, error_status(f'running PreFilter plugin "{pl.name}": {exc}', pl.name), set()
+                    text = self._raised(pl, PRE_FILTER, exc, pod)
+                    return None, error_status(f'running PreFilter plugin "{pl.name}": {text}', pl.name), set()
                 if s is not None and s.code == Code.SKIP:
                     state.skip_filter_plugins.add(pl.name)
                     continue
                 if s is not None and s.code != Code.SUCCESS:
                     s = s.with_plugin(pl.name)
                     if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                        state[PRE_FILTER_STOPPED_AT] = pl.name
                         return None, s, set()
                     if s.code == Code.UNSCHEDULABLE:
                         return_status = s
@@ -335,7 +406,6 @@ class Framework:
                         msg = f"node(s) didn't satisfy plugin {names[0]}"
                     else:
                         msg = f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
-                    state[PRE_FILTER_STOPPED_AT] = pl.name
                     return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,)), plugins_with_nodes
             return result, return_status, plugins_with_nodes
         finally:
@@ -369,8 +439,8 @@ class Framework:
                         pl.filter_batch(state, pod, alive), len(alive), pl.name, FILTER, pl.name in trusted
                     )
             except Exception as exc:
-                self.observer.plugin_error(pl.name, FILTER)
-                return results, error_status(f'running "{pl.name}" filter plugin: {exc}', pl.name)
+                text = self._raised(pl, FILTER, exc, pod)
+                return results, error_status(f'running "{pl.name}" filter plugin: {text}', pl.name)
             if not any(statuses):
                 continue  # every node passed: nothing to partition
             next_idx: list[int] = []
@@ -424,7 +494,7 @@ class Framework:
                 else:
                     s = extensions.remove_pod(state, pod, other, node)
             except Exception as exc:
-                s = error_status(exc, pl.name)
+                s = error_status(self._raised(pl, PRE_FILTER, exc, pod), pl.name)
             if s is not None and s.code != Code.SUCCESS:
                 return error_status(f'running {operation} on PreFilter plugin "{pl.name}": {s.message()}', pl.name)
         return None
@@ -511,25 +581,13 @@ class Framework:
                 try:
                     statuses = _statuses(pl.filter_batch(state, pod, nodes), len(nodes), pl.name, FILTER, False)
                 except Exception as exc:
-                    statuses = [error_status(exc, pl.name)] * len(nodes)
+                    statuses = [error_status(self._raised(pl, FILTER, exc, pod), pl.name)] * len(nodes)
             for verdicts, st in zip(out, statuses, strict=True):
                 if st is None or st.code == Code.SUCCESS:
                     verdicts.append((pl.name, None))
                 else:
                     verdicts.append((pl.name, st if st.plugin == pl.name else st.with_plugin(pl.name)))
         return out
-
-    def dra_post_filter_error(self, state: CycleState) -> Status | None:
-        """The Error upstream's DynamicResources PostFilter returns when its PreFilter did not run in this
-        cycle (its cycle state is missing): PostFilter stops there, preemption is not tried, and the
-        FailedScheduling message ends with ` not found`. None when that plugin would not fail."""
-        dra = self.dra_post_filter
-        if dra is None:
-            return None
-        preceded_by = dra.pre_filter_preceded_by
-        if preceded_by is not None and state.get(PRE_FILTER_STOPPED_AT) not in preceded_by:
-            return None
-        return Status(Code.ERROR, (DRA_STATE_NOT_FOUND,), DYNAMIC_RESOURCES)
 
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, node_to_status: NodeToStatus
@@ -541,10 +599,6 @@ class Framework:
         rejector = ""
         result: PostFilterResult | None = None
         final = Status(Code.UNSCHEDULABLE)
-        stand_in = self.dra_post_filter_error(state)
-        if stand_in is not None:
-            self.observer.extension_point(POST_FILTER, stand_in.code, self.profile_name, time.perf_counter() - start)
-            return None, stand_in
         for pl in self.post_filter:
             try:
                 answer = pl.post_filter(state, pod, node_to_status)
@@ -553,8 +607,7 @@ class Framework:
                 r, s = answer
                 s = _status(s, pl.name, POST_FILTER)
             except Exception as exc:
-                self.observer.plugin_error(pl.name, POST_FILTER)
-                final = error_status(exc, pl.name)
+                final = error_status(self._raised(pl, POST_FILTER, exc, pod), pl.name)
                 break
             if s is None or s.code == Code.SUCCESS:
                 final = Status(Code.SUCCESS, s.reasons if s else (), pl.name)
@@ -591,9 +644,9 @@ class Framework:
                         pl_code = s.code if s is not None else Code.SUCCESS
                         self.observer.plugin_execution(pl.name, PRE_SCORE, pl_code, time.perf_counter() - t)
                 except Exception as exc:
-                    self.observer.plugin_error(pl.name, PRE_SCORE)
                     code = Code.ERROR
-                    return error_status(f'running PreScore plugin "{pl.name}": {exc}', pl.name)
+                    text = self._raised(pl, PRE_SCORE, exc, pod)
+                    return error_status(f'running PreScore plugin "{pl.name}": {text}', pl.name)
                 if s is None or s.code == Code.SUCCESS:
                     continue
                 if s.code == Code.SKIP:
@@ -622,26 +675,38 @@ class Framework:
                     t = time.perf_counter() if record else 0.0
                     trust = pl.name in self._trusted
                     scores = _scores(pl.score_batch(state, pod, nodes), len(nodes), pl.name, trust)
-                    if pl.has_normalize:
-                        s = _status(pl.normalize_score(state, pod, scores), pl.name, "NormalizeScore")
-                        if s is not None and s.code != Code.SUCCESS:
-                            raise RuntimeError(s.message())
-                        _scores(scores, len(nodes), pl.name, trust)  # it rescales in place: check again
-                    if record:
-                        self.observer.plugin_execution(pl.name, SCORE, Code.SUCCESS, time.perf_counter() - t)
                 except Exception as exc:
-                    self.observer.plugin_error(pl.name, SCORE)
                     code = Code.ERROR
-                    return result, error_status(f"running Score plugins: plugin {pl.name!r} failed: {exc}", pl.name)
+                    text = self._raised(pl, SCORE, exc, pod)
+                    message = f'running Score plugins: plugin "{pl.name}" failed with: {text}'
+                    return result, error_status(message, pl.name)
+                if pl.has_normalize:
+                    try:
+                        s = _status(pl.normalize_score(state, pod, scores), pl.name, "NormalizeScore")
+                        text = s.message() if s is not None and s.code != Code.SUCCESS else ""
+                        _scores(scores, len(nodes), pl.name, trust)  # it rescales in place: check again
+                    except Exception as exc:
+                        text = self._raised(pl, SCORE, exc, pod)
+                    if text:
+                        code = Code.ERROR
+                        return result, error_status(
+                            f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {text}', pl.name
+                        )
+                if record:
+                    self.observer.plugin_execution(pl.name, SCORE, Code.SUCCESS, time.perf_counter() - t)
                 lo, hi = (min(scores), max(scores)) if scores else (0, 0)
                 if lo < MIN_NODE_SCORE or hi > MAX_NODE_SCORE:
                     code = Code.ERROR
                     bad = lo if lo < MIN_NODE_SCORE else hi
                     return result, error_status(
-                        f"running Score plugins: plugin {pl.name!r} returns an invalid score {bad}, "
-                        f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an invalid '
+                        f"score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                        "after normalizing",
                         pl.name,
                     )
+                if hi == 0:  # every node scored 0 (e.g. DynamicResources for a pod without claims): adds nothing
+                    result.per_plugin.append((pl.name, list(scores)))
+                    continue
                 weight = self.score_weights[pl.name]
                 weighted = [v * weight for v in scores] if weight != 1 else list(scores)
                 result.per_plugin.append((pl.name, weighted))
@@ -660,8 +725,8 @@ class Framework:
             try:
                 s = _status(pl.reserve(state, pod, node_name), pl.name, RESERVE)
             except Exception as exc:
-                self.observer.plugin_error(pl.name, RESERVE)
-                return error_status(f'running Reserve plugin "{pl.name}": {exc}', pl.name)
+                text = self._raised(pl, RESERVE, exc, pod)
+                return error_status(f'running Reserve plugin "{pl.name}": {text}', pl.name)
             if s is not None and s.code != Code.SUCCESS:
                 if s.is_rejected():
                     return s.with_plugin(pl.name)
@@ -672,8 +737,8 @@ class Framework:
         for pl in reversed(self.reserve):
             try:
                 pl.unreserve(state, pod, node_name)
-            except Exception:  # unreserve is best effort, as upstream
-                self.observer.plugin_error(pl.name, "Unreserve")
+            except Exception as exc:  # best effort, as upstream; the next plugin still unreserves
+                self._raised(pl, UNRESERVE, exc, pod)
                 continue
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
@@ -689,8 +754,8 @@ class Framework:
                 if s is not None and s.code == Code.WAIT and not isinstance(timeout, int | float):
                     raise PluginResultError(f"Permit plugin {pl.name!r} returned a timeout of {timeout!r}")
             except Exception as exc:
-                self.observer.plugin_error(pl.name, PERMIT)
-                return error_status(f'running Permit plugin "{pl.name}": {exc}', pl.name)
+                text = self._raised(pl, PERMIT, exc, pod)
+                return error_status(f'running Permit plugin "{pl.name}": {text}', pl.name)
             if s is None or s.code == Code.SUCCESS:
                 continue
             if s.is_rejected():
@@ -700,26 +765,45 @@ class Framework:
                 continue
             return error_status(f'running Permit plugin "{pl.name}": {s.message()}', pl.name)
         if pending:
-            self.waiting_pods[pod.uid] = WaitingPod(pod, pending)
+            self.waiting_pods[pod.uid] = WaitingPod(pod, pending, self.clock())
             return Status(Code.WAIT, (), next(iter(pending)))
         return None
 
     async def wait_on_permit(self, pod: PodInfo) -> Status | None:
+        """Wait until the parked pod is allowed (None), rejected (its Unschedulable status) or preempted (an
+        Error `waiting on permit for pod: ...`, as upstream's WaitOnPermit)."""
         waiting = self.waiting_pods.get(pod.uid)
         if waiting is None:
             return None
         try:
-            return await waiting.wait()
+            status = await waiting.wait()
         finally:
             self.waiting_pods.pop(pod.uid, None)
+        if status is None or status.is_success() or status.is_rejected():
+            return status
+        return error_status(f"waiting on permit for pod: {status.message()}", status.plugin)
+
+    def parked(self, uid: str) -> bool:
+        """Whether the pod waits at Permit with no outcome yet (its binding cycle cannot progress by itself)."""
+        waiting = self.waiting_pods.get(uid)
+        return waiting is not None and not waiting.done
+
+    def next_permit_deadline(self) -> float | None:
+        """The earliest moment a waiting pod's Permit wait times out, on the scheduler's clock."""
+        deadlines = [d for w in self.waiting_pods.values() if (d := w.next_deadline()) is not None]
+        return min(deadlines, default=None)
+
+    def expire_waiting_pods(self, now: float) -> int:
+        """Reject the waiting pods whose wait is over at `now`; return how many."""
+        return sum(1 for w in list(self.waiting_pods.values()) if w.expire(now))
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         for pl in self.pre_bind:
             try:
                 s = _status(await pl.pre_bind(state, pod, node_name), pl.name, PRE_BIND)
             except Exception as exc:
-                self.observer.plugin_error(pl.name, PRE_BIND)
-                return error_status(f'running PreBind plugin "{pl.name}": {exc}', pl.name)
+                text = self._raised(pl, PRE_BIND, exc, pod)
+                return error_status(f'running PreBind plugin "{pl.name}": {text}', pl.name)
             if s is not None and s.code not in (Code.SUCCESS, Code.SKIP):
                 if s.is_rejected():
                     return s.with_plugin(pl.name)
@@ -733,8 +817,8 @@ class Framework:
             try:
                 status = _status(await pl.bind(state, pod, node_name), pl.name, BIND)
             except Exception as exc:
-                self.observer.plugin_error(pl.name, BIND)
-                status = error_status(f'running Bind plugin "{pl.name}": {exc}', pl.name)
+                text = self._raised(pl, BIND, exc, pod)
+                status = error_status(f'running Bind plugin "{pl.name}": {text}', pl.name)
                 break
             if status is not None and status.code == Code.SKIP:
                 continue
@@ -753,6 +837,6 @@ class Framework:
         for pl in self.post_bind:
             try:
                 pl.post_bind(state, pod, node_name)
-            except Exception:  # informational extension point
-                self.observer.plugin_error(pl.name, POST_BIND)
+            except Exception as exc:  # informational extension point
+                self._raised(pl, POST_BIND, exc, pod)
                 continue

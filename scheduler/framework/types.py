@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final
 
 from scheduler import caching
+from scheduler.framework.declared_features import FeatureInferenceError, infer_for_scheduling, parse_declared_features
 from scheduler.framework.pod_resources import (
     ResourceListError,
     ResourceMap,
@@ -302,12 +304,27 @@ class PodInfo:
     pvc_names: tuple[str, ...] = ()  # claims the pod uses: persistentVolumeClaim.claimName and "<pod>-<volume>"
     claim_names: tuple[str, ...] = ()  # persistentVolumeClaim.claimName only (upstream PodPVCKeys)
     resource_claims: tuple[JSON, ...] = ()
+    # status.resourceClaimStatuses: (spec.resourceClaims[].name, the claim generated for it or None), and
+    # status.extendedResourceClaimStatus.resourceClaimName: the claims kube-controller-manager (templates)
+    # and the scheduler (extended resources backed by DRA) created for the pod.
+    resource_claim_statuses: tuple[tuple[str, str | None], ...] = ()
+    extended_resource_claim: str = ""
+    # The containers that request extended resources (empty for most pods): DynamicResources turns the
+    # requests of those backed by a DeviceClass into device requests, one per container.
+    extended_requests: tuple[ContainerExtendedRequests, ...] = ()
+    # What-if versions of the pod's ResourceClaims, for explanations only (a fix that adds a toleration to a
+    # claim's request): DynamicResources reads a claim from here before the object store. Always empty for
+    # pods from the API.
+    claim_overrides: tuple[JSON, ...] = ()
     has_pod_affinity: bool = False  # spec.affinity.podAffinity or podAntiAffinity is set (PodsWithAffinity)
     has_required_anti_affinity: bool = False  # required podAntiAffinity terms (PodsWithRequiredAntiAffinity)
     start_time: str = ""  # status.startTime (preemption ranks victims by it)
     preempted_by_scheduler: bool = False  # condition DisruptionTarget=True reason PreemptionByScheduler
     owner_uid: str = ""
     owner_api_version: str = ""
+    # Features the pod needs its node to declare (status.declaredFeatures), before the scheduler version's
+    # MaxVersion windows (NodeDeclaredFeatures applies them): empty for the usual pod.
+    inferred_features: frozenset[str] = frozenset()
     # What a node counts for this pod when it differs from (requests, non_zero_cpu, non_zero_memory): the
     # in-place resize status (allocated/actuated resources) and pod-level requests, as upstream's
     # PodInfo.CalculateResource. None for the usual pod, whose node accounting is its spec requests.
@@ -319,10 +336,21 @@ class PodInfo:
     # Per-pod data a plugin derived from the fields above (parsed affinity terms, selectors...), keyed by the
     # plugin's name. Shared by the assumed copy (`with_node`): it depends on the spec only.
     derived: dict[str, Any] = field(default_factory=dict)
+    # metadata.annotations: the decoded object's own map (a reference, not a copy). Read it, never write it.
+    annotations: Mapping[str, str] = field(default_factory=lambda: NO_ANNOTATIONS)
+    # The object as the watch delivered it (read-only view), kept only while the pod waits to be scheduled:
+    # every pod a plugin is asked to place has it. Bound pods keep labels and annotations only (at 5000 nodes
+    # x 30 pods, raw objects for every bound pod cost 1991 MiB of RSS instead of 360: bench/cache_rss.py).
+    raw: Mapping[str, Any] | None = None
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def conditions(self) -> Sequence[Mapping[str, Any]]:
+        """status.conditions of a pod waiting to be scheduled (empty for a bound pod, which keeps no `raw`)."""
+        return _conditions(self.raw)
 
     @property
     def accounted_requests(self) -> Resource:
@@ -346,6 +374,105 @@ class PodInfo:
 
 
 _POD_FIELDS = tuple(PodInfo.__dataclass_fields__)
+NO_ANNOTATIONS: Final[Mapping[str, str]] = MappingProxyType({})
+
+
+def _conditions(raw: Mapping[str, Any] | None) -> Sequence[Mapping[str, Any]]:
+    """status.conditions of a raw object, () when it has none (or none is kept)."""
+    if raw is None:
+        return ()
+    status = raw.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return tuple(c for c in conditions if isinstance(c, Mapping)) if isinstance(conditions, list) else ()
+
+
+def _annotations(meta: Mapping[str, Any]) -> Mapping[str, str]:
+    annotations = meta.get("annotations")
+    if not annotations:
+        return NO_ANNOTATIONS
+    if not isinstance(annotations, dict):
+        raise ParseError("metadata.annotations: expected a map of strings")
+    return annotations
+
+
+@dataclass(slots=True, eq=False)
+class QueuedPodInfo:
+    """A pod in the scheduling queue with its scheduling history (upstream framework.QueuedPodInfo): what a
+    QueueSort plugin's `less` compares. Read it; the queue owns it."""
+
+    pod: PodInfo
+    timestamp: float  # last time it entered the queue (first add, or return from an attempt)
+    # First time it entered activeQ (start of the SLI metric); -1.0 until then, always set once popped.
+    initial_attempt_timestamp: float = -1.0
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gated: bool = False
+    gating_plugin: str = ""  # the PreEnqueue plugin that gated it
+    gating_message: str = ""
+
+    @property
+    def uid(self) -> str:
+        return self.pod.uid
+
+    def rejectors(self) -> set[str]:
+        """Plugins whose rejection keeps the pod out: unschedulable and pending plugins together."""
+        return self.unschedulable_plugins | self.pending_plugins
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerExtendedRequests:
+    """One container's requests of extended resources (names with a "/": `example.com/gpu`,
+    `deviceclass.resource.kubernetes.io/<class>`), as DynamicResources maps them onto device requests."""
+
+    index: int  # position in initContainers + containers
+    name: str
+    short_lived: bool  # an init container that is not a sidecar (restartPolicy Always)
+    request_names: tuple[str, ...]  # every resource the container requests, sorted (names the device request)
+    amounts: tuple[tuple[str, int], ...]  # extended resource -> integer quantity (0 when not an integer)
+
+
+def _extended_requests(spec: Mapping[str, Any]) -> tuple[ContainerExtendedRequests, ...]:
+    """The ContainerExtendedRequests of a pod spec (requests only: a limit is not defaulted here, as upstream
+    reads container.Resources.Requests after the API server defaulted them)."""
+    out: list[ContainerExtendedRequests] = []
+    init = spec.get("initContainers") or []
+    containers = [*init, *(spec.get("containers") or [])]
+    for index, container in enumerate(containers):
+        if not isinstance(container, Mapping):
+            continue
+        resources = container.get("resources") or {}
+        requests = resources.get("requests") if isinstance(resources, Mapping) else None
+        if not isinstance(requests, Mapping) or not any("/" in str(k) for k in requests):
+            continue
+        amounts = []
+        for name in sorted(str(k) for k in requests):
+            if "/" not in name or name.startswith(("hugepages-", "requests.")):
+                continue
+            try:
+                milli = milli_value_of(requests[name])
+            except ValueError:
+                continue
+            amounts.append((name, milli // 1000 if milli % 1000 == 0 else 0))
+        if amounts:
+            short_lived = index < len(init) and container.get("restartPolicy") != "Always"
+            names = tuple(sorted(str(k) for k in requests))
+            name = str(container.get("name") or "")
+            out.append(ContainerExtendedRequests(index, name, short_lived, names, tuple(amounts)))
+    return tuple(out)
+
+
+def _claim_statuses(status: Mapping[str, Any]) -> tuple[tuple[tuple[str, str | None], ...], str]:
+    """status.resourceClaimStatuses and the extended resource claim's name (malformed entries are skipped:
+    the pod then waits for its claim, as upstream finds no entry)."""
+    entries = []
+    for entry in status.get("resourceClaimStatuses") or []:
+        if isinstance(entry, Mapping) and entry.get("name"):
+            claim = entry.get("resourceClaimName")
+            entries.append((str(entry["name"]), str(claim) if claim else None))
+    extended = status.get("extendedResourceClaimStatus")
+    name = str(extended.get("resourceClaimName") or "") if isinstance(extended, Mapping) else ""
+    return tuple(entries), name
 
 
 def _container_requests(container: Mapping[str, Any], where: str) -> Resource:
@@ -587,6 +714,9 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     for i, c in enumerate(containers):
         if not isinstance(c, dict):
             raise ParseError(f"spec.containers[{i}]: expected an object")
+    init_containers = spec.get("initContainers") or []
+    if not isinstance(init_containers, list) or not all(isinstance(c, dict) for c in init_containers):
+        raise ParseError("spec.initContainers: expected a list of objects")
     requests, nz_cpu, nz_mem = compute_pod_requests(spec)
     node_selector = spec.get("nodeSelector") or {}
     if not isinstance(node_selector, dict):
@@ -613,7 +743,17 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     claims = spec.get("resourceClaims") or []
     if not isinstance(claims, list):
         raise ParseError("spec.resourceClaims: expected a list")
+    if not all(isinstance(c, dict) for c in claims):
+        raise ParseError("spec.resourceClaims: expected a list of objects")
+    claim_statuses: tuple[tuple[str, str | None], ...] = ()
+    extended_claim = ""
+    if claims or status.get("extendedResourceClaimStatus"):
+        claim_statuses, extended_claim = _claim_statuses(status)
     has_affinity, required_anti = _pod_affinity_flags(affinity)
+    try:
+        inferred_features = infer_for_scheduling(spec)
+    except FeatureInferenceError as exc:
+        raise ParseError(str(exc)) from exc
     container_requests = None
     if (spec.get("resources") or {}).get("requests"):
         container_requests = compute_pod_requests(spec, pod_level=False)
@@ -659,14 +799,20 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         pvc_names=pvc_names,
         claim_names=claim_names,
         resource_claims=tuple(claims),
+        resource_claim_statuses=claim_statuses,
+        extended_resource_claim=extended_claim,
+        extended_requests=_extended_requests(spec) if requests.scalar else (),
         has_pod_affinity=has_affinity,
         has_required_anti_affinity=required_anti,
         start_time=str(status.get("startTime") or ""),
         preempted_by_scheduler=_preempted_by_scheduler(status),
         owner_uid=owner_uid,
         owner_api_version=owner_api_version,
+        inferred_features=inferred_features,
         accounted=accounted,
         container_requests=container_requests,
+        annotations=_annotations(meta),
+        raw=None if spec.get("nodeName") else MappingProxyType(obj) if isinstance(obj, dict) else obj,
     )
 
 
@@ -686,6 +832,21 @@ class NodeRecord:
     images: dict[str, int] = field(default_factory=dict)  # image name as status.images lists it -> size in bytes
     zone: str = ""
     resource_version: str = ""
+    declared_features: frozenset[str] = frozenset()  # status.declaredFeatures (NodeDeclaredFeatures)
+    # The object as the watch delivered it (read-only view of the decoded dict, not a copy; nodes are few).
+    raw: Mapping[str, Any] | None = None
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        """metadata.annotations."""
+        meta = self.raw.get("metadata") if self.raw is not None else None
+        annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+        return annotations if isinstance(annotations, Mapping) else NO_ANNOTATIONS
+
+    @property
+    def conditions(self) -> Sequence[Mapping[str, Any]]:
+        """status.conditions (Ready, MemoryPressure, ...)."""
+        return _conditions(self.raw)
 
 
 def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
@@ -709,6 +870,10 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
             # Stored as listed (upstream normalizes only the pod's image names, so a node listing "nginx"
             # holds no "nginx:latest"); a name listed twice keeps its first size, as the cache's first add.
             images.setdefault(str(name), size)
+    try:
+        declared = parse_declared_features(status.get("declaredFeatures"))
+    except FeatureInferenceError as exc:
+        raise ParseError(str(exc)) from exc
     return NodeRecord(
         name=str(meta["name"]),
         labels=labels,
@@ -718,7 +883,19 @@ def parse_node(obj: Mapping[str, Any]) -> NodeRecord:
         images=images,
         zone=zone_key(labels),
         resource_version=str(meta.get("resourceVersion") or ""),
+        declared_features=declared,
+        raw=_without_managed_fields(obj),
     )
+
+
+def _without_managed_fields(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A read-only view of a node object without metadata.managedFields: the server-side apply bookkeeping is
+    no scheduling input and half of a node's decoded size (5000 nodes: 58 MiB of RSS with it, see
+    bench/cache_rss.py). Two small dicts are new; everything else is the decoded object's own."""
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping) and "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return MappingProxyType(obj) if isinstance(obj, dict) else obj
 
 
 MEMO_LIMIT: Final = 64  # entries of NodeInfo.memo kept before it is emptied

@@ -37,10 +37,17 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.labels import aggregate as _aggregate
 from scheduler.framework.labels import invalid as _invalid
-from scheduler.framework.labels import label_key_errors, label_value_errors, parse_go_int64
-from scheduler.framework.labels import not_supported as _not_supported
+from scheduler.framework.node_selector import (
+    OBJECT_NAME_FIELD,
+    Matcher,
+    NodeSelectorMatcher,
+    all_of,
+    compile_term,
+    is_empty_term,
+)
 from scheduler.framework.status import SKIP, Status, error_status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.yaml_flow import flow
 from scheduler.plugins.normalize import default_normalize_score
 
 NAME = "NodeAffinity"
@@ -51,9 +58,6 @@ ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
 
-OBJECT_NAME_FIELD = "metadata.name"
-VALID_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-VALID_FIELD_SELECTOR_OPERATORS = ("In", "NotIn")
 
 REQUIRED_KEY = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED_KEY = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -61,234 +65,6 @@ PREFERRED_KEY = "preferredDuringSchedulingIgnoredDuringExecution"
 _REJECT_POD = unresolvable(ERR_REASON_POD, plugin=NAME)
 _REJECT_ENFORCED = unresolvable(ERR_REASON_ENFORCED, plugin=NAME)
 _REJECT_CONFLICT = unresolvable(ERR_REASON_CONFLICT, plugin=NAME)
-
-Matcher = Callable[[Mapping[str, str], str], bool]
-"""A compiled check over (node labels, node name)."""
-
-# ---------------------------------------------------------------------------------------------------------
-# Compiling requirements and terms
-
-
-def _all_of(checks: Sequence[Matcher]) -> Matcher:
-    """AND of checks, unrolled for the common short cases."""
-    if len(checks) == 1:
-        return checks[0]
-    if len(checks) == 2:
-        a, b = checks
-        return lambda labels, name: a(labels, name) and b(labels, name)
-    frozen = tuple(checks)
-
-    def every(labels: Mapping[str, str], name: str) -> bool:
-        for check in frozen:  # noqa: SIM110 -- a plain loop is ~2x faster than all(<genexpr>) here
-            if not check(labels, name):
-                return False
-        return True
-
-    return every
-
-
-def _label_check(key: str, op: str, values: list[str]) -> Matcher:
-    """labels.Requirement.Matches for one already validated requirement."""
-    if op == "In":
-        if len(values) == 1:
-            only = values[0]
-            return lambda labels, name: labels.get(key) == only
-        allowed = frozenset(values)
-        return lambda labels, name: labels.get(key) in allowed
-    if op == "NotIn":  # an absent label satisfies NotIn
-        banned = frozenset(values)
-        return lambda labels, name: labels.get(key) not in banned
-    if op == "Exists":
-        return lambda labels, name: key in labels
-    if op == "DoesNotExist":
-        return lambda labels, name: key not in labels
-    bound = parse_go_int64(values[0])
-    assert bound is not None  # validated by the caller
-    greater = op == "Gt"
-
-    def compare(labels: Mapping[str, str], name: str) -> bool:
-        raw = labels.get(key)
-        if raw is None:
-            return False
-        value = parse_go_int64(raw)
-        if value is None:
-            return False
-        return value > bound if greater else value < bound
-
-    return compare
-
-
-def _field_check(key: str, op: str, value: str) -> Matcher:
-    """fields.OneTermEqual/NotEqualSelector over the node's only field, metadata.name.
-
-    Upstream skips the field check for a node without a name; any other key reads as "".
-    """
-    if key == OBJECT_NAME_FIELD:
-        if op == "In":
-            return lambda labels, name: not name or name == value
-        return lambda labels, name: not name or name != value
-    constant = (value == "") if op == "In" else (value != "")
-    return lambda labels, name: not name or constant
-
-
-def _string_list(raw: Any, path: str, errs: list[str]) -> list[str] | None:
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
-        errs.append(_invalid(path, raw, "must be a list of strings"))
-        return None
-    return list(raw)
-
-
-def _compile_label_requirement(req: Any, path: str, errs: list[str]) -> Matcher | None:
-    """One matchExpressions entry (nodeSelectorRequirementsAsSelector + labels.NewRequirement)."""
-    if not isinstance(req, Mapping):
-        errs.append(_invalid(path, req, "must be an object"))
-        return None
-    op = req.get("operator")
-    if op not in VALID_SELECTOR_OPERATORS:
-        errs.append(_not_supported(f"{path}.operator", op, VALID_SELECTOR_OPERATORS))
-        return None
-    key = req.get("key")
-    values = _string_list(req.get("values"), f"{path}.values", errs)
-    if values is None:
-        return None
-    own: list[str] = []
-    if not isinstance(key, str):
-        own.append(_invalid(f"{path}.key", key, "must be a string"))
-    else:
-        key_errs = label_key_errors(key)
-        if key_errs:
-            own.append(_invalid(f"{path}.key", key, "; ".join(key_errs)))
-    if op in ("In", "NotIn") and not values:
-        own.append(_invalid(f"{path}.values", values, "for 'in', 'notin' operators, values set can't be empty"))
-    elif op in ("Exists", "DoesNotExist") and values:
-        own.append(_invalid(f"{path}.values", values, "values set must be empty for exists and does not exist"))
-    elif op in ("Gt", "Lt"):
-        if len(values) != 1:
-            own.append(_invalid(f"{path}.values", values, "for 'Gt', 'Lt' operators, exactly one value is required"))
-        for i, v in enumerate(values):
-            if parse_go_int64(v) is None:
-                own.append(_invalid(f"{path}.values[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer"))
-    for i, v in enumerate(values):
-        value_errs = label_value_errors(v)
-        if value_errs:
-            own.append(_invalid(f"{path}.values[{i}][{key}]", v, "; ".join(value_errs)))
-    if own:
-        errs.extend(own)
-        return None
-    assert isinstance(key, str)
-    return _label_check(key, op, values)
-
-
-def _compile_field_requirement(req: Any, path: str, errs: list[str]) -> Matcher | None:
-    """One matchFields entry (nodeSelectorRequirementsAsFieldSelector)."""
-    if not isinstance(req, Mapping):
-        errs.append(_invalid(path, req, "must be an object"))
-        return None
-    op = req.get("operator")
-    if op not in VALID_FIELD_SELECTOR_OPERATORS:
-        errs.append(_not_supported(f"{path}.operator", op, VALID_FIELD_SELECTOR_OPERATORS))
-        return None
-    values = _string_list(req.get("values"), f"{path}.values", errs)
-    if values is None:
-        return None
-    if len(values) != 1:
-        errs.append(_invalid(f"{path}.values", values, "must have one element"))
-        return None
-    return _field_check(str(req.get("key") or ""), op, values[0])
-
-
-def _requirements(raw: Any, path: str, errs: list[str]) -> list[Any]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        errs.append(_invalid(path, raw, "must be a list"))
-        return []
-    return raw
-
-
-def is_empty_term(term: Any) -> bool:
-    """A term without matchExpressions and matchFields (it is dropped: it matches nothing)."""
-    return isinstance(term, Mapping) and not term.get("matchExpressions") and not term.get("matchFields")
-
-
-def compile_term(term: Any, path: str) -> tuple[Matcher | None, list[str]]:
-    """Compile a NodeSelectorTerm; (None, errors) when any requirement is broken."""
-    errs: list[str] = []
-    if not isinstance(term, Mapping):
-        return None, [_invalid(path, term, "must be an object")]
-    checks: list[Matcher] = []
-    exprs = _requirements(term.get("matchExpressions"), f"{path}.matchExpressions", errs)
-    for i, req in enumerate(exprs):
-        check = _compile_label_requirement(req, f"{path}.matchExpressions[{i}]", errs)
-        if check is not None:
-            checks.append(check)
-    fields = _requirements(term.get("matchFields"), f"{path}.matchFields", errs)
-    for i, req in enumerate(fields):
-        check = _compile_field_requirement(req, f"{path}.matchFields[{i}]", errs)
-        if check is not None:
-            checks.append(check)
-    if errs:
-        return None, errs
-    if not checks:
-        return (lambda labels, name: False), []
-    return _all_of(checks), []
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSelectorMatcher:
-    """A compiled v1.NodeSelector with lazy errors: broken terms never match and are reported on demand."""
-
-    terms: tuple[Matcher, ...]
-    errors: tuple[str, ...] = ()
-
-    @classmethod
-    def compile(cls, selector: Any, path: str = "") -> NodeSelectorMatcher:
-        """Compile {nodeSelectorTerms: [...]} (NewLazyErrorNodeSelector); path prefixes error fields."""
-        prefix = f"{path}.nodeSelectorTerms" if path else "nodeSelectorTerms"
-        if not isinstance(selector, Mapping):
-            return cls((), (_invalid(path or "nodeSelector", selector, "must be an object"),))
-        raw_terms = selector.get("nodeSelectorTerms")
-        if raw_terms is None:
-            raw_terms = []
-        if not isinstance(raw_terms, list):
-            return cls((), (_invalid(prefix, raw_terms, "must be a list"),))
-        terms: list[Matcher] = []
-        errors: list[str] = []
-        for i, term in enumerate(raw_terms):
-            if is_empty_term(term):
-                continue
-            match, errs = compile_term(term, f"{prefix}[{i}]")
-            if match is None:
-                errors.extend(errs)
-            else:
-                terms.append(match)
-        return cls(tuple(terms), tuple(errors))
-
-    def matcher(self) -> Matcher:
-        """One closure ORing the valid terms."""
-        terms = self.terms
-        if not terms:
-            return lambda labels, name: False
-        if len(terms) == 1:
-            return terms[0]
-
-        def any_term(labels: Mapping[str, str], name: str) -> bool:
-            for term in terms:  # noqa: SIM110 -- hot path: no generator
-                if term(labels, name):
-                    return True
-            return False
-
-        return any_term
-
-    def match(self, labels: Mapping[str, str], name: str) -> tuple[bool, str | None]:
-        """(matched, lazy error): the error is only given when no term matched and some were broken."""
-        for term in self.terms:
-            if term(labels, name):
-                return True, None
-        return False, (_aggregate(self.errors) if self.errors else None)
-
 
 def _node_selector_check(selector: Mapping[str, str]) -> Matcher:
     """labels.SelectorFromSet: every key present with exactly that value."""
@@ -333,7 +109,7 @@ class RequiredNodeAffinity:
             checks.append(_node_selector_check(pod.node_selector))
         if selector is not None:
             checks.append(selector.matcher())
-        matches: Matcher = _all_of(checks) if checks else (lambda labels, name: True)
+        matches: Matcher = all_of(checks) if checks else (lambda labels, name: True)
         return cls(dict(pod.node_selector), selector, matches)
 
     def match(self, labels: Mapping[str, str], name: str) -> tuple[bool, str | None]:
@@ -453,6 +229,15 @@ def _without_selector_key(key: str) -> Callable[[PodInfo], PodInfo]:
         return pod.evolve(node_selector={k: v for k, v in pod.node_selector.items() if k != key})
 
     return drop
+
+
+def _requirement_text(expr: Any) -> str:
+    """One matchExpressions entry as its author wrote it: `kubernetes.io/arch In [arm64]`."""
+    if not isinstance(expr, Mapping):
+        return flow(expr)
+    values = expr.get("values")
+    text = f"{expr.get('key')} {expr.get('operator')}"
+    return f"{text} {flow(list(values))}" if isinstance(values, list) and values else text
 
 
 def _without_requirement(term: int, expr: int, whole: bool) -> Callable[[PodInfo], PodInfo]:
@@ -611,12 +396,34 @@ class NodeAffinity(
         return default_normalize_score(MAX_NODE_SCORE, False, scores)
 
     def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
-        """Drop a nodeSelector key, or one requirement of a required affinity term, that this node fails
-        (scheduler-enforced addedAffinity and matchFields pins are not the pod's to change)."""
+        """Drop a nodeSelector key, or one requirement of a required affinity term, that this node fails, or
+        the whole required affinity when no smaller change can match (dropping a term's only requirement
+        would leave an empty term, which matches nothing). Scheduler-enforced addedAffinity and matchFields
+        pins are not the pod's to change."""
         record = node.node
-        if record is None:
+        if record is None or ERR_REASON_ENFORCED in status.reasons:
             return []
         labels = record.labels
+        failing_keys = [(k, v) for k, v in sorted(pod.node_selector.items()) if labels.get(k) != v]
+        node_affinity = _node_affinity(pod.affinity)
+        required = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
+        terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+        terms = terms if isinstance(terms, list) else []
+        # Per term that could be relaxed: the indexes of its requirements this node fails.
+        failing: list[tuple[int, list[int], int]] = []
+        affinity_matches = not terms
+        for i, term in enumerate(terms):
+            if not isinstance(term, Mapping) or term.get("matchFields"):
+                continue
+            exprs = term.get("matchExpressions") or []
+            misses = []
+            for j, expr in enumerate(exprs):
+                check, _ = compile_term({"matchExpressions": [expr]}, "")
+                if check is None or not check(labels, node.name):
+                    misses.append(j)
+            if exprs and not misses:
+                affinity_matches = True
+            failing.append((i, misses, len(exprs)))
         out = [
             FixCandidate(
                 key=f"drop-selector:{key}",
@@ -624,38 +431,45 @@ class NodeAffinity(
                 description=f"drop nodeSelector {key}={value}",
                 pod=_without_selector_key(key),
                 data={"nodeSelector": {key: value}},
+                partial=len(failing_keys) > 1 or not affinity_matches,
             )
-            for key, value in sorted(pod.node_selector.items())
-            if labels.get(key) != value
+            for key, value in failing_keys
         ]
-        node_affinity = _node_affinity(pod.affinity)
-        required = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
-        terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
-        if not isinstance(terms, list):
+        if affinity_matches:
             return out
-        for i, term in enumerate(terms):
-            if not isinstance(term, Mapping) or term.get("matchFields"):
+        single = False  # some term matches once one requirement is dropped
+        for i, misses, size in failing:
+            if not misses or size == 1:  # a term's only requirement: dropping it leaves an empty term
                 continue
-            exprs = term.get("matchExpressions") or []
-            for j, expr in enumerate(exprs):
-                check, _ = compile_term({"matchExpressions": [expr]}, "")
-                if check is None or check(labels, node.name):
-                    continue
-                text = f"{expr.get('key')} {expr.get('operator')} {list(expr.get('values') or [])}"
-                whole = len(exprs) == 1 and len(terms) == 1
+            single |= len(misses) == 1
+            for j in misses:
+                expr = terms[i]["matchExpressions"][j]
                 out.append(
                     FixCandidate(
                         key=f"relax-affinity:{i}:{j}",
                         kind="relax-node-affinity",
-                        description=(
-                            f"drop the required node affinity ({text})"
-                            if whole
-                            else f"drop requirement {text} from required node affinity term {i + 1}"
-                        ),
-                        pod=_without_requirement(i, j, whole),
+                        description=f"drop requirement {_requirement_text(expr)} from required node affinity "
+                        f"term {i + 1}",
+                        pod=_without_requirement(i, j, False),
                         data={"term": i, "requirement": dict(expr)},
+                        partial=len(misses) > 1 or bool(failing_keys),
                     )
                 )
+        if not single and len(failing) == len(terms) and isinstance(required, Mapping):
+            summary = " or ".join(
+                ", ".join(_requirement_text(e) for e in terms[i].get("matchExpressions") or []) or "{}"
+                for i, _, _ in failing
+            )
+            out.append(
+                FixCandidate(
+                    key="drop-affinity",
+                    kind="drop-node-affinity",
+                    description=f"drop the required node affinity ({summary})",
+                    pod=_without_requirement(0, 0, True),
+                    data={REQUIRED_KEY: copy.deepcopy(dict(required))},
+                    partial=bool(failing_keys),
+                )
+            )
         return out
 
     def events_to_register(self) -> list[ClusterEvent]:

@@ -11,6 +11,7 @@ both.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, NoReturn
@@ -18,6 +19,7 @@ from typing import Any, ClassVar, Final, NoReturn
 from scheduler import caching
 from scheduler.config.decode import child, json_quote, json_type
 from scheduler.config.errors import ConfigError
+from scheduler.dra.deviceclass import ExtendedResourceClasses, is_dra_extended_resource_name
 from scheduler.framework.interface import (
     ASSIGNED_POD,
     MAX_NODE_SCORE,
@@ -26,6 +28,7 @@ from scheduler.framework.interface import (
     ClusterEvent,
     CycleState,
     EnqueueExtensions,
+    ExplainDetail,
     ExplainExtensions,
     FilterPlugin,
     FixCandidate,
@@ -36,6 +39,8 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.labels import label_key_errors
+from scheduler.framework.objects import DEVICE_CLASS
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, error_status
 from scheduler.framework.types import (
     CPU,
@@ -481,6 +486,9 @@ class _PodRequest:
     ephemeral_storage: int
     scalars: tuple[tuple[str, int], ...]
     empty: bool  # the pod requests nothing at all: only the pod count is checked
+    # Extended resources a DeviceClass backs (DRAExtendedResource, GA): a node with none of them allocatable
+    # leaves them to DynamicResources, which allocates devices instead (shouldDelegateResourceToDRA).
+    dra_backed: frozenset[str] = frozenset()
 
 
 # Statuses are immutable in practice and shared across nodes: a full cluster fails thousands of nodes with
@@ -529,6 +537,33 @@ def _lowering(resource: str, amount: int) -> Callable[[PodInfo], PodInfo]:
     return lower
 
 
+def _requested(req: _PodRequest, resource: str) -> int:
+    """The amount of `resource` the Filter compares (the PreFilter state's request)."""
+    if resource == CPU:
+        return req.milli_cpu
+    if resource == MEMORY:
+        return req.memory
+    if resource == EPHEMERAL_STORAGE:
+        return req.ephemeral_storage
+    return dict(req.scalars).get(resource, 0)
+
+
+def _with_pod_room(name: str, pods: int) -> Callable[[Snapshot], Snapshot]:
+    """A snapshot transform for a what-if fix: node `name` with allocatable pods raised to `pods`."""
+
+    def grow(snapshot: Snapshot) -> Snapshot:
+        info = snapshot.get(name)
+        if info is None or info.node is None:
+            return snapshot
+        copy = info.clone()
+        allocatable = info.node.allocatable.clone()
+        allocatable.allowed_pod_number = max(allocatable.allowed_pod_number, pods)
+        copy.node = dataclasses.replace(info.node, allocatable=allocatable)
+        return snapshot.with_nodes({name: copy})
+
+    return grow
+
+
 class NodeResourcesFit(
     PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions
 ):
@@ -536,10 +571,12 @@ class NodeResourcesFit(
 
     name: ClassVar[str] = NAME
     has_normalize: ClassVar[bool] = False
+    object_kinds: ClassVar[tuple[str, ...]] = (DEVICE_CLASS,)  # which extended resources DRA backs
 
     def __init__(self, args: Args, handle: Handle) -> None:
         self.args = args
         self.handle = handle
+        self._dra_classes = ExtendedResourceClasses(handle.objects)
         self._ignored = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         strategy = args.scoring_strategy
@@ -563,8 +600,15 @@ class NodeResourcesFit(
             if qty > 0 and not self._ignored_scalar(name)
         )
         empty = not (req.milli_cpu or req.memory or req.ephemeral_storage or any(req.scalar.values()))
+        backed: frozenset[str] = frozenset()
+        if scalars and self._dra_classes.any():
+            backed = frozenset(
+                name
+                for name, _ in scalars
+                if is_dra_extended_resource_name(name) and self._dra_classes.device_class(name) is not None
+            )
         return _PodRequest(
-            max(req.milli_cpu, 0), max(req.memory, 0), max(req.ephemeral_storage, 0), scalars, empty
+            max(req.milli_cpu, 0), max(req.memory, 0), max(req.ephemeral_storage, 0), scalars, empty, backed
         )
 
     def pre_filter(
@@ -607,6 +651,8 @@ class NodeResourcesFit(
                 unresolvable |= req.ephemeral_storage > alloc.ephemeral_storage
             for name, qty in req.scalars:
                 total = alloc.scalar.get(name, 0)
+                if total <= 0 and name in req.dra_backed:
+                    continue  # devices of its DeviceClass provide it (DynamicResources checks them)
                 if qty > total - used.scalar.get(name, 0):
                     reasons.append(REASON_INSUFFICIENT_PREFIX + name)
                     unresolvable |= qty > total
@@ -634,7 +680,8 @@ class NodeResourcesFit(
             return out
         cpu, mem, eph, scalars = req.milli_cpu, req.memory, req.ephemeral_storage, req.scalars
         # Passing nodes are memoized per NodeInfo (the verdict depends on its pods, amounts and this key).
-        key = repr((_FILTER_MEMO, cpu, mem, eph, scalars))
+        key = repr((_FILTER_MEMO, cpu, mem, eph, scalars, sorted(req.dra_backed)))
+        backed = req.dra_backed
         passed = memo_lookup(nodes, key)
         if None not in passed:
             return [None] * len(nodes)
@@ -659,7 +706,8 @@ class NodeResourcesFit(
             if scalars:
                 sa, sr = a.scalar, r.scalar
                 for name, qty in scalars:
-                    if qty > sa.get(name, 0) - sr.get(name, 0):
+                    total = sa.get(name, 0)
+                    if qty > total - sr.get(name, 0) and not (total <= 0 and name in backed):
                         append(fits(req, n))
                         break
                 else:
@@ -670,40 +718,96 @@ class NodeResourcesFit(
             append(None)
         return out
 
-    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
-        """For each resource the node lacks: lower the pod's request to what the node has free (the engine
-        keeps the largest such amount over all nodes: the smallest change that fits somewhere)."""
+    def explain_node(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status | None
+    ) -> list[ExplainDetail]:
+        """The numbers behind each shortage: what the pod requests, what the node has free, and the node's
+        requested and allocatable amounts (kube-scheduler's message has only `Insufficient cpu`)."""
+        if status is None or status.code == Code.SKIP:
+            return []
+        alloc, used = node.allocatable, node.requested
+        req = state.get(PRE_FILTER_STATE_KEY)
         out = []
-        free = node.allocatable
-        used = node.requested
         for reason in status.reasons:
+            if reason == REASON_TOO_MANY_PODS:
+                out.append(
+                    ExplainDetail(
+                        f"pods: the node runs {len(node.pods)} pod(s), its allocatable pods is "
+                        f"{alloc.allowed_pod_number}",
+                        {"resource": "pods", "requested": 1, "nodeRequested": len(node.pods),
+                         "allocatable": alloc.allowed_pod_number},
+                    )
+                )
+                continue
             if not reason.startswith(REASON_INSUFFICIENT_PREFIX):
                 continue
             resource = reason[len(REASON_INSUFFICIENT_PREFIX):]
-            available = free.get(resource) - used.get(resource)
-            if resource == CPU:
-                available = free.milli_cpu - used.milli_cpu
+            wanted = _requested(req, resource) if isinstance(req, _PodRequest) else pod.requests.get(resource)
+            facts = {
+                "requested": format_amount(resource, wanted),
+                "free": format_amount(resource, alloc.get(resource) - used.get(resource)),
+                "nodeRequested": format_amount(resource, used.get(resource)),
+                "allocatable": format_amount(resource, alloc.get(resource)),
+            }
+            out.append(
+                ExplainDetail(
+                    f"{resource}: the pod requests {facts['requested']}, the node has {facts['free']} free "
+                    f"({facts['nodeRequested']} of {facts['allocatable']} allocatable requested)",
+                    {"resource": resource, **facts},
+                )
+            )
+        return out
+
+    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
+        """For each resource the node lacks: lower the pod's request to what the node has free (each node's
+        amount is one step of a ladder; the engine tries the largest first: the smallest change). For a node
+        at its pod limit: room for one more pod there."""
+        out = []
+        alloc, used = node.allocatable, node.requested
+        prefix = REASON_INSUFFICIENT_PREFIX
+        short = [r[len(prefix):] for r in status.reasons if r.startswith(prefix)]
+        full = REASON_TOO_MANY_PODS in status.reasons
+        several = len(short) + full > 1  # one change alone cannot lift this rejection
+        for resource in short:
+            available = alloc.get(resource) - used.get(resource)
             if available <= 0 or available >= pod.requests.get(resource):
                 continue
+            amount = format_amount(resource, available)
             out.append(
                 FixCandidate(
                     key=f"lower-request:{resource}",
                     kind="lower-request",
-                    description=f"lower the {resource} request to {format_amount(resource, available)} "
-                    f"(the largest that fits on some node)",
+                    description=f"lower the {resource} request to {amount}",
                     pod=_lowering(resource, available),
                     magnitude=float(available),
-                    data={"resource": resource, "request": format_amount(resource, available)},
+                    data={"resource": resource, "request": amount},
+                    step=f"{resource} <= {amount}",
+                    partial=several,
+                )
+            )
+        if full:
+            allowed = alloc.allowed_pod_number
+            out.append(
+                FixCandidate(
+                    key=f"pod-capacity:{node.name}",
+                    kind="raise-pod-capacity",
+                    description=f"make room for one more pod on node {node.name} (it runs {len(node.pods)} of "
+                    f"{allowed} allowed pods: move one away, or raise the kubelet's maxPods)",
+                    snapshot=_with_pod_room(node.name, len(node.pods) + 1),
+                    data={"node": node.name, "allocatable": {"pods": str(len(node.pods) + 1)}},
+                    partial=several,
                 )
             )
         return out
 
     def events_to_register(self) -> list[ClusterEvent]:
-        """Freed or added capacity: an assigned pod deleted or scaled down, a node added or grown."""
+        """Freed or added capacity: an assigned pod deleted or scaled down, a node added or grown, a
+        DeviceClass that now backs an extended resource the pod asks for."""
         return [
             ClusterEvent(ASSIGNED_POD, ActionType.DELETE),
             ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
             ClusterEvent(ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN),
+            ClusterEvent(DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
         ]
 
     # -- PreScore / Score --------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from scheduler.framework.interface import (
     ExplainDetail,
     ExplainExtensions,
     FilterPlugin,
+    FixCandidate,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
@@ -1130,6 +1131,53 @@ class PodTopologySpread(
                 )
             )
         return out
+
+    def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
+        """For each of the pod's own hard constraints whose skew this node exceeds: the maxSkew that admits
+        it (each node's value is one step of a ladder; the smallest is tried first). The system's and the
+        profile's default constraints are not the pod's to change."""
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if s is None or node.node is None or ERR_REASON_CONSTRAINTS_NOT_MATCH not in status.reasons:
+            return []
+        if not pod_spread(pod).explicit:
+            return []
+        raw = pod.topology_spread_constraints
+        hard_raw = [j for j, c in enumerate(raw) if c.get("whenUnsatisfiable") == DO_NOT_SCHEDULE]
+        labels = node.node.labels
+        needed: list[tuple[int, Constraint, int]] = []
+        for i, c in enumerate(s.constraints):
+            value = labels.get(c.topology_key)
+            if value is None or i >= len(hard_raw):
+                return []
+            self_match = 1 if c.selector.matches(pod.labels) else 0
+            skew = s.tp_value_to_match_num[i].get(value, 0) + self_match - s.min_match_num(i)
+            if skew > c.max_skew:
+                needed.append((hard_raw[i], c, skew))
+        return [
+            FixCandidate(
+                key=f"max-skew:{j}",
+                kind="raise-max-skew",
+                description=f"raise maxSkew of topology spread constraint {j + 1} ({c.topology_key}) from "
+                f"{c.max_skew} to {skew}",
+                pod=_with_max_skew(j, skew),
+                magnitude=-float(skew),
+                data={"constraint": j, "maxSkew": skew},
+                step=f"maxSkew {skew}",
+                partial=len(needed) > 1,
+            )
+            for j, c, skew in needed
+        ]
+
+
+def _with_max_skew(index: int, max_skew: int) -> Callable[[PodInfo], PodInfo]:
+    """A pod transform for a what-if fix: spec.topologySpreadConstraints[index].maxSkew set to max_skew."""
+
+    def raise_skew(pod: PodInfo) -> PodInfo:
+        constraints = list(pod.topology_spread_constraints)
+        constraints[index] = {**constraints[index], "maxSkew": max_skew}
+        return pod.evolve(topology_spread_constraints=tuple(constraints))
+
+    return raise_skew
 
 
 def new(raw_args: Mapping[str, Any] | Args | None, handle: Handle) -> PodTopologySpread:

@@ -201,7 +201,7 @@ caching.register_clear(_AFFINITY_CACHE.clear)
 
 
 def _compiled_affinity(required: Any) -> Any:
-    from scheduler.plugins.node_affinity import NodeSelectorMatcher
+    from scheduler.framework.node_selector import NodeSelectorMatcher
 
     if not caching.ENABLED:  # the plain path: compiled on every call
         return NodeSelectorMatcher.compile(required, "spec.nodeAffinity.required")

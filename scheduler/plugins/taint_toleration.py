@@ -152,10 +152,11 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
         record = node.node
         if record is None:
             return []
+        untolerated = [
+            t for t in record.taints if t.effect in _DO_NOT_SCHEDULE and not tolerations_tolerate(pod.tolerations, t)
+        ]
         out = []
-        for taint in record.taints:
-            if taint.effect not in _DO_NOT_SCHEDULE or tolerations_tolerate(pod.tolerations, taint):
-                continue
+        for taint in untolerated:
             toleration = Toleration(taint.key, "Equal", taint.value, taint.effect)
             text = f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
             out.append(
@@ -166,6 +167,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
                     pod=_adding_toleration(toleration),
                     data={"toleration": {"key": taint.key, "operator": "Equal", "value": taint.value,
                                          "effect": taint.effect}},
+                    partial=len(untolerated) > 1,  # the node has other taints the pod does not tolerate
                 )
             )
         return out

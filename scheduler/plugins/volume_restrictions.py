@@ -209,7 +209,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Expla
             return []
         out = [
             ExplainDetail(
-                f"volume {volume!r} uses a disk already in use by pod {other.key}",
+                f"volume {volume} uses a disk already in use by pod {other.key}",
                 {"volume": volume, "pod": other.key},
             )
             for volume, other in disk_conflicts(pod, node)

@@ -30,6 +30,7 @@ from scheduler.framework.interface import (
 from scheduler.framework.objects import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
 from scheduler.framework.status import SKIP, Status, unresolvable
 from scheduler.framework.types import REGION_LABEL, REGION_LABEL_BETA, ZONE_LABEL, ZONE_LABEL_BETA, NodeInfo, PodInfo
+from scheduler.framework.yaml_flow import flow, scalar
 from scheduler.plugins.csi_translation import LABEL_MULTI_ZONE_DELIMITER
 from scheduler.plugins.storage import WAIT_FOR_FIRST_CONSUMER, claim_class, labels_of, spec
 
@@ -177,11 +178,11 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtens
         for topology in topologies:
             value = node_value(labels, topology.key)
             if value is None or value not in topology.values:
-                allowed = " ".join(sorted(topology.values))
-                has = f"has {value!r}" if value is not None else "has no such label"
+                has = f"has {scalar(value)}" if value is not None else "has no such label"
                 out.append(
                     ExplainDetail(
-                        f"PersistentVolume {topology.pv_name} requires {topology.key} in [{allowed}]; the node {has}",
+                        f"PersistentVolume {topology.pv_name} requires {topology.key} in "
+                        f"{flow(sorted(topology.values))}; the node {has}",
                         {
                             "persistentVolume": topology.pv_name,
                             "key": topology.key,

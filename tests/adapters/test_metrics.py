@@ -20,14 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.metrics import SchedulerMetrics, exponential_buckets
 from scheduler.adapters.cluster.run import metrics_registry
-from scheduler.adapters.memory import MemoryCluster
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.core.clock import FakeClock
-from scheduler.core.profile import build_scheduler
-from scheduler.core.scheduler import Scheduler
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
-from scheduler.testing import make_node, make_pod
+from scheduler.testing import SchedulerHarness, make_node, make_pod
 from tests.packaging.metrics_catalog import METRICS, Metric, exposed_series
 
 JSON = dict[str, Any]
@@ -57,34 +53,27 @@ UPSTREAM_BUCKETS = {
 }
 
 
-class Env:
-    """MemoryCluster + scheduler with SchedulerMetrics as its observer + the registry /metrics serves."""
+class Metered(SchedulerHarness):
+    """The public harness with SchedulerMetrics as its observer, plus the registry /metrics serves (an
+    adapter's part, which the core-level harness does not offer)."""
 
     def __init__(self, config: SchedulerConfiguration | None = None) -> None:
-        self.cluster = MemoryCluster()
-        self.clock = FakeClock()
         self.metrics = SchedulerMetrics(CollectorRegistry())
-        self.scheduler: Scheduler = build_scheduler(
-            self.cluster, config, clock=self.clock, seed=0, observer=self.metrics
-        )
-        self.cluster.attach(self.scheduler)
-        self.registry = metrics_registry(self.scheduler, self.metrics)
-
-    async def settle(self) -> None:
-        await self.scheduler.run_until_idle(advance=self.clock.advance_to)
+        super().__init__(config, observer=self.metrics)
+        self.served = metrics_registry(self.scheduler, self.metrics)
 
     def value(self, name: str, **labels: str) -> float | None:
-        return self.registry.get_sample_value(name, labels)
+        return self.served.get_sample_value(name, labels)
 
     def text(self) -> str:
-        return generate_latest(self.registry).decode()
+        return generate_latest(self.served).decode()
 
 
 def uid(obj: JSON) -> str:
     return str(obj["metadata"]["uid"])
 
 
-async def preemption_workload(env: Env) -> JSON:
+async def preemption_workload(env: Metered) -> JSON:
     """A node whose two low-priority pods must both go for a high-priority pod: one preemption, 2 victims.
     Returns the preemptor."""
     env.cluster.apply_node(make_node("n-preempt").capacity(cpu="2").label("pool", "preempt").obj())
@@ -96,7 +85,7 @@ async def preemption_workload(env: Env) -> JSON:
     return preemptor
 
 
-async def known_workload(env: Env) -> dict[str, list[JSON]]:
+async def known_workload(env: Metered) -> dict[str, list[JSON]]:
     for name in ("n1", "n2"):
         env.cluster.apply_node(make_node(name).capacity(cpu="2").obj())
     pods: dict[str, list[JSON]] = {"fit": [], "big": [], "gated": []}
@@ -115,7 +104,7 @@ async def known_workload(env: Env) -> dict[str, list[JSON]]:
 
 
 async def test_counts_after_a_known_workload() -> None:
-    env = Env()
+    env = Metered()
     await known_workload(env)
     assert len(env.cluster.bindings) == 5
 
@@ -167,7 +156,7 @@ async def test_counts_after_a_known_workload() -> None:
 
 async def test_pending_gauges_drop_when_pending_pods_are_deleted() -> None:
     """The upstream bug class: pending gauges that keep counting pods which left the queue."""
-    env = Env()
+    env = Metered()
     pods = await known_workload(env)
 
     env.cluster.delete_pod(uid(pods["big"][0]))
@@ -191,7 +180,7 @@ async def test_pending_gauges_drop_when_pending_pods_are_deleted() -> None:
 
 
 async def test_ungating_a_pod_moves_it_out_of_the_gated_gauge() -> None:
-    env = Env()
+    env = Metered()
     pods = await known_workload(env)
     released = dict(pods["gated"][0])
     released["spec"] = {k: v for k, v in released["spec"].items() if k != "schedulingGates"}
@@ -219,13 +208,16 @@ def _label_names(text: str, series: tuple[str, ...]) -> set[frozenset[str]]:
 
 @pytest.mark.parametrize("metric", METRICS + UPSTREAM_EXTRA, ids=lambda m: m.name)
 async def test_every_documented_metric_is_exposed_with_its_type_and_labels(metric: Metric) -> None:
-    env = Env()
+    env = Metered()
     await known_workload(env)
     await preemption_workload(env)
     # What KubeClient reports per request, and a sampled cycle's plugin timing (10% of cycles are sampled, so
     # the workload above may have none; test_plugin_execution_is_sampled_and_observed covers the sampling).
     env.metrics.rest_request("GET", "127.0.0.1:6443", "200", 0.01)
     env.metrics.plugin_execution("NodeResourcesFit", "Filter", Code.SUCCESS, 1e-5)
+    # No field is refused today (the fail-closed list is empty since DynamicResources landed), so the guard's
+    # counter gets a sample the way the guard would give it one.
+    env.metrics.unsupported_pod("example")
     text = env.text()
     families = _families(text)
     assert families.get(metric.name) == metric.type, f"{metric.name}: # TYPE {families.get(metric.name)}"
@@ -235,7 +227,7 @@ async def test_every_documented_metric_is_exposed_with_its_type_and_labels(metri
 
 
 async def test_no_created_series_and_upstream_buckets() -> None:
-    env = Env()
+    env = Metered()
     await known_workload(env)
     await preemption_workload(env)
     env.metrics.plugin_execution("NodeResourcesFit", "Filter", Code.SUCCESS, 1e-5)
@@ -261,7 +253,7 @@ async def test_no_created_series_and_upstream_buckets() -> None:
 
 async def test_plugin_execution_is_sampled_and_observed() -> None:
     """Cycles with record_plugin_metrics time each plugin once (the batch call), others not at all."""
-    env = Env()
+    env = Metered()
     for name in ("n1", "n2"):
         env.cluster.apply_node(make_node(name).capacity(cpu="2").obj())
     pod = make_pod("p").req(cpu="100m").info()
@@ -327,7 +319,7 @@ async def test_preemption_metrics_count_attempts_victims_and_background_runs() -
     """scheduler_preemption_attempts_total counts every PostFilter run, i.e. every unschedulable attempt of a
     profile that preempts (the preemptor's own attempt included); scheduler_preemption_victims the victims of
     the one preemption; the goroutine metrics its asynchronous run."""
-    env = Env()
+    env = Metered()
     await known_workload(env)
     before = env.value("scheduler_preemption_attempts_total")
     assert before is not None and before >= 2  # the two 3-cpu pods went through PostFilter
@@ -363,7 +355,7 @@ async def test_volume_scheduling_stage_errors() -> None:
             }
         ],
     }
-    env = Env(load_config(raw, REGISTRY.keys(), parse_plugin_args, implements=implements))
+    env = Metered(load_config(raw, REGISTRY.keys(), parse_plugin_args, implements=implements))
     env.cluster.apply_node(make_node("n1").obj())
     env.cluster.provisioning = False  # the provisioner never answers: PreBind times out (bindTimeoutSeconds)
     env.cluster.apply_object(storage_class("slow", provisioner="csi.example.com"))
@@ -381,3 +373,31 @@ async def test_volume_scheduling_stage_errors() -> None:
     await env.settle()
     assert env.cluster.node_of(uid(pod)) == "n1"
     assert env.value("scheduler_volume_scheduling_stage_error_total", operation="bind") == 1
+
+
+async def test_dynamic_resources_metrics() -> None:
+    """DynamicResources' metrics with upstream's names, labels and buckets: a device with binding conditions
+    counts one allocation and one wait per allocated device (status success); the claim made for an extended
+    resource backed by DRA counts one create (admin_access "false", owner Pod)."""
+    from scheduler.testing import device_class, make_claim, make_slice
+
+    env = Metered()
+    env.cluster.apply_node(make_node("n1").obj())
+    env.cluster.apply_object(device_class("gpu.example.com", extended_resource_name="example.com/gpu"))
+    slice_ = make_slice("n1-gpu", "gpu.example.com", "n1").device("gpu-0").device("gpu-1").obj()
+    slice_["spec"]["devices"][0]["bindingConditions"] = ["Attached"]
+    slice_["spec"]["devices"][0]["bindingFailureConditions"] = ["Failed"]
+    slice_["spec"]["devices"][0]["bindsToNode"] = True
+    env.cluster.apply_object(slice_)
+    env.cluster.apply_object(make_claim("gpu").request("gpu", "gpu.example.com").obj())
+    env.cluster.apply_pod(make_pod("with-conditions").claim("gpu").obj())
+    env.cluster.apply_pod(make_pod("legacy").container(requests={"example.com/gpu": "1"}).obj())
+    await env.settle()
+    assert len(env.cluster.bindings) == 2
+    labels = {"profile": PROFILE, "driver": "gpu.example.com", "status": "success"}
+    assert env.value("scheduler_dra_bindingconditions_allocations_total", **labels) == 1
+    assert env.value("scheduler_dra_bindingconditions_wait_duration_seconds_count", **labels) == 1
+    assert env.value("scheduler_dra_bindingconditions_wait_duration_seconds_bucket", **labels, le="0.1") == 1
+    assert env.value("scheduler_dra_bindingconditions_wait_duration_seconds_bucket", **labels, le="819.2") == 1
+    creates = {"status": "success", "admin_access": "false", "owner_api_group": "", "owner_api_kind": "Pod"}
+    assert env.value("dynamic_resource_allocation_resourceclaim_creates_total", **creates) == 1

@@ -213,6 +213,11 @@ BASE = node("n1")
         ),
         pytest.param(_with(BASE, images={"img:1": 5}), ActionType(0), id="images-only-no-event"),
         pytest.param(
+            _with(BASE, declared_features=frozenset({"RestartAllContainersOnContainerExits"})),
+            ActionType.UPDATE_NODE_DECLARED_FEATURE,
+            id="declared-features",
+        ),
+        pytest.param(
             _with(BASE, labels={}, unschedulable=True),
             ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
             id="label-and-cordon",

@@ -17,7 +17,6 @@ from scheduler.backend.queue.scheduling_queue import (
     GATED,
     IN_FLIGHT,
     UNSCHEDULABLE,
-    QueuedPodInfo,
     SchedulingQueue,
     event_label,
 )
@@ -28,7 +27,7 @@ from scheduler.framework.interface import (
     ClusterEvent,
 )
 from scheduler.framework.status import Status, unresolvable
-from scheduler.framework.types import PodInfo
+from scheduler.framework.types import PodInfo, QueuedPodInfo
 from scheduler.testing import make_pod
 
 

@@ -19,6 +19,7 @@ import pytest
 from scheduler.framework import fit_error
 from scheduler.plugins import (
     node_affinity,
+    node_declared_features,
     node_name,
     node_ports,
     node_resources_fit,
@@ -70,6 +71,10 @@ REASONS = [
     ),
     (volume_zone.ERR_REASON_CONFLICT, f"{PLUGINS}/volumezone/volume_zone.go"),
     (node_volume_limits.ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, f"{PLUGINS}/nodevolumelimits/csi.go"),
+    (
+        node_declared_features.ERR_REASON_UNSATISFIED_REQUIREMENTS,
+        f"{PLUGINS}/nodedeclaredfeatures/nodedeclaredfeatures.go",
+    ),
 ]
 
 

@@ -1,7 +1,7 @@
-"""Upstream's DynamicResources PostFilter, which pyscheduler stands in for: after a PreFilter rejection that
-stopped PreFilter before DynamicResources' own, it fails with "not found" (its cycle state was never written),
-so preemption is not tried and the message ends with ` not found`; otherwise it adds nothing. A profile that
-disables DynamicResources (as kube-scheduler would then not run it) gets DefaultPreemption's answer."""
+"""DynamicResources' PostFilter for pods without claims, as upstream's: after a PreFilter rejection that stopped
+PreFilter before DynamicResources' own, it fails with "not found" (its cycle state was never written), so
+preemption is not tried and the message ends with ` not found`; otherwise it adds nothing. A profile that
+disables DynamicResources gets DefaultPreemption's answer."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from scheduler.core.explain import explain_pod, render_text
+from scheduler.framework.fit_error import NodeToStatus
 from scheduler.framework.interface import CycleState
-from scheduler.framework.runtime import PRE_FILTER_STOPPED_AT
 from scheduler.framework.status import Code
-from scheduler.testing import make_node, make_pod, make_pvc, storage_class
-from tests.core.test_volume_scheduling import Env, nodes
+from scheduler.plugins.dynamic_resources import DynamicResources
+from scheduler.testing import SchedulerHarness, make_node, make_pod, make_pvc, storage_class
+from tests.core.test_volume_scheduling import nodes
 
 JSON = dict[str, Any]
 MISSING = '0/2 nodes are available: persistentvolumeclaim "data" not found.'
@@ -51,9 +52,9 @@ def _profile(**plugins: Any) -> JSON:
 )
 async def test_message_after_a_prefilter_rejection(config: JSON | None, expected: str) -> None:
     """A pod whose claim does not exist: VolumeBinding's PreFilter rejects it (UnschedulableAndUnresolvable)."""
-    env = Env(config)
+    env = SchedulerHarness(config)
     nodes(env, "n1", "n2")
-    pod = env.pod(make_pod("db").pvc("data"))
+    pod = env.add_pod(make_pod("db").pvc("data"))
     await env.settle()
     assert env.node_of(pod) is None
     cond = env.cluster.conditions[pod["metadata"]["uid"]]
@@ -62,45 +63,45 @@ async def test_message_after_a_prefilter_rejection(config: JSON | None, expected
 
 async def test_a_filter_rejection_is_left_to_preemption() -> None:
     """PreFilter ran to the end (DynamicResources' too): its PostFilter has nothing to say, preemption answers."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").capacity(cpu="1").obj())
     env.cluster.apply_node(make_node("n2").capacity(cpu="1").obj())
-    pod = env.pod(make_pod("big").req(cpu="2"))
+    pod = env.add_pod(make_pod("big").req(cpu="2"))
     await env.settle()
     assert env.message(pod) == "0/2 nodes are available: 2 Insufficient cpu." + NOT_HELPFUL  # larger than any node
 
 
 async def test_an_unbound_immediate_claim_also_ends_with_not_found() -> None:
-    env = Env()
+    env = SchedulerHarness()
     nodes(env, "n1", "n2")
     env.cluster.provisioning = False
     env.cluster.apply_object(storage_class("now", mode="Immediate", provisioner="csi.example.com"))
     env.cluster.apply_object(make_pvc("data").storage_class("now").obj())
-    pod = env.pod(make_pod("db").pvc("data"))
+    pod = env.add_pod(make_pod("db").pvc("data"))
     await env.settle()
     assert env.message(pod) == "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"
 
 
-def test_stand_in_follows_where_prefilter_stopped() -> None:
-    """Only a stop at a plugin ordered before DynamicResources counts; a plugin a configuration adds runs after."""
-    env = Env()
+def test_post_filter_fails_only_without_its_pre_filter_state() -> None:
+    """No state of its own (its PreFilter did not run): Error "not found"; after its PreFilter (a pod without
+    claims, Skip): Unschedulable with no reason, so DefaultPreemption answers."""
+    env = SchedulerHarness()
+    nodes(env, "n1")
     fwk = env.scheduler.profiles["pyscheduler"]
-    assert fwk.dra_post_filter is not None
-    assert fwk.dra_post_filter_error(CycleState()) is None  # PreFilter ran to the end
+    plugin = fwk.plugins["DynamicResources"]
+    assert isinstance(plugin, DynamicResources)
+    pod = make_pod("p").info()
+    _, status = plugin.post_filter(CycleState(), pod, NodeToStatus())
+    assert status is not None and (status.code, status.message()) == (Code.ERROR, "not found")
     state = CycleState()
-    state[PRE_FILTER_STOPPED_AT] = "VolumeBinding"
-    status = fwk.dra_post_filter_error(state)
-    assert status is not None and (status.code, status.message(), status.plugin) == (
-        Code.ERROR,
-        "not found",
-        "DynamicResources",
-    )
-    state[PRE_FILTER_STOPPED_AT] = "MyOutOfTreePlugin"
-    assert fwk.dra_post_filter_error(state) is None
+    _, pre = plugin.pre_filter(state, pod, [])
+    assert pre is not None and pre.code == Code.SKIP
+    _, status = plugin.post_filter(state, pod, NodeToStatus())
+    assert status is not None and (status.code, status.reasons) == (Code.UNSCHEDULABLE, ())
 
 
 def test_explain_says_preemption_is_not_tried() -> None:
-    env = Env()
+    env = SchedulerHarness()
     nodes(env, "n1", "n2")
     fwk = env.scheduler.profiles["pyscheduler"]
     env.scheduler.cache.update_snapshot(env.scheduler.snapshot)

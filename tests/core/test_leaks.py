@@ -15,12 +15,9 @@ import pytest
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.core import event_handlers
 from scheduler.core.api import BindOutcomeUnknownError
-from scheduler.core.clock import FakeClock
-from scheduler.core.profile import build_scheduler
-from scheduler.core.scheduler import Scheduler
 from scheduler.core.unsupported import Finding
 from scheduler.framework.types import PodInfo
-from scheduler.testing import make_node, make_pod
+from scheduler.testing import SchedulerHarness, make_node, make_pod
 
 JSON = dict[str, Any]
 REFUSE_LABEL = "test.pyscheduler.io/refuse"
@@ -38,23 +35,13 @@ def label_guard(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(event_handlers, "find_unsupported", _refuse_labelled)
 
 
-class Env:
-    def __init__(self, cluster: MemoryCluster | None = None) -> None:
-        self.cluster = cluster or MemoryCluster()
-        self.clock = FakeClock()
-        self.scheduler: Scheduler = build_scheduler(self.cluster, clock=self.clock, seed=1)
-        self.cluster.attach(self.scheduler)
-
-    async def settle(self) -> None:
-        await self.scheduler.run_until_idle(advance=self.clock.advance_to)
-
-    def sizes(self) -> dict[str, int]:
-        """state_sizes() as the next cycle sees them (the snapshot catches up with the cache every cycle)."""
-        self.scheduler.cache.update_snapshot(self.scheduler.snapshot)
-        return self.scheduler.state_sizes()
+def state_sizes(env: SchedulerHarness) -> dict[str, int]:
+    """state_sizes() as the next cycle sees them (the snapshot catches up with the cache every cycle)."""
+    env.scheduler.cache.update_snapshot(env.scheduler.snapshot)
+    return env.scheduler.state_sizes()
 
 
-def _round(env: Env, r: int) -> list[JSON]:
+def _round(env: SchedulerHarness, r: int) -> list[JSON]:
     """One round of pods of every kind; returns the objects."""
     pods: list[JSON] = []
     for i in range(6):
@@ -72,16 +59,16 @@ def _round(env: Env, r: int) -> list[JSON]:
 
 async def test_churn_of_every_kind_of_pod_returns_to_baseline() -> None:
     """Create and delete rounds of bound, unschedulable, unparsable and refused pods: every size is back."""
-    env = Env()
+    env = SchedulerHarness(seed=1)
     for n in ("n1", "n2", "n3"):
         env.cluster.apply_node(make_node(n).capacity(cpu="2").zone(f"z{n}").obj())
     await env.settle()
-    baseline = env.sizes()
+    baseline = state_sizes(env)
     assert baseline["cache_tree_nodes"] == 3 and baseline["pending"] == 0
     for r in range(4):
         pods = _round(env, r)
         await env.settle()
-        sizes = env.sizes()
+        sizes = state_sizes(env)
         assert sizes["cache_pods"] == 6 and sizes["pending"] == 3  # the big ones wait for room
         assert sizes["parse_failures"] == 2 and sizes["unsupported"] == 2 and sizes["last_failure"] == 7
         for i, obj in enumerate(pods):
@@ -91,14 +78,14 @@ async def test_churn_of_every_kind_of_pod_returns_to_baseline() -> None:
                 env.cluster.apply_pod(done)
             env.cluster.delete_pod(uid)
         await env.settle()
-        assert env.sizes() == baseline, f"round {r}"
+        assert state_sizes(env) == baseline, f"round {r}"
         assert env.cluster.conditions == {}, "the in-memory API forgets deleted pods' conditions"
 
 
 async def test_nodes_and_their_pods_leave_no_placeholder() -> None:
     """A node deleted before its pods (placeholder NodeInfo), then the pods: back to the empty baseline."""
-    env = Env()
-    baseline = env.sizes()
+    env = SchedulerHarness(seed=1)
+    baseline = state_sizes(env)
     for round_ in range(3):
         names = [f"n{round_}-{i}" for i in range(3)]
         for i, n in enumerate(names):
@@ -107,14 +94,14 @@ async def test_nodes_and_their_pods_leave_no_placeholder() -> None:
         for obj in pods:
             env.cluster.apply_pod(obj)
         await env.settle()
-        assert env.sizes()["cache_pods"] == 6
+        assert state_sizes(env)["cache_pods"] == 6
         for n in names:
             env.cluster.delete_node(n)
-        assert env.sizes()["cache_node_infos"] > 0, "placeholders hold the pods of deleted nodes"
+        assert state_sizes(env)["cache_node_infos"] > 0, "placeholders hold the pods of deleted nodes"
         for obj in pods:
             env.cluster.delete_pod(obj["metadata"]["uid"])
         await env.settle()
-        assert env.sizes() == baseline
+        assert state_sizes(env) == baseline
 
 
 class GatedBindCluster(MemoryCluster):
@@ -134,9 +121,9 @@ class GatedBindCluster(MemoryCluster):
 async def test_pod_deleted_while_binding_leaves_nothing() -> None:
     """Deleted during its bind (the bind then gets 404): no queue, cache or per-pod entry survives."""
     cluster = GatedBindCluster()
-    env = Env(cluster)
+    env = SchedulerHarness(cluster=cluster, seed=1)
     env.cluster.apply_node(make_node("n1").obj())
-    baseline = env.sizes()
+    baseline = state_sizes(env)
     stop = asyncio.Event()
     loop_task = asyncio.create_task(env.scheduler.run(stop))
     obj = make_pod("p").uid("p").obj()
@@ -149,16 +136,16 @@ async def test_pod_deleted_while_binding_leaves_nothing() -> None:
     stop.set()
     await asyncio.wait_for(loop_task, 5)
     assert cluster.bindings == []
-    assert env.sizes() == baseline
+    assert state_sizes(env) == baseline
 
 
 async def test_pods_gone_during_a_watch_gap_are_forgotten_by_resync() -> None:
     """Pods deleted with no DELETED event (a watch gap): the next resync drops every trace of them."""
-    env = Env()
+    env = SchedulerHarness(seed=1)
     node = make_node("n1").capacity(cpu="1").obj()
     env.cluster.apply_node(node)
     await env.settle()
-    baseline = env.sizes()
+    baseline = state_sizes(env)
     pods = [
         make_pod("bound").uid("bound").req(cpu="500m").obj(),
         make_pod("big").uid("big").req(cpu="4").obj(),
@@ -168,11 +155,11 @@ async def test_pods_gone_during_a_watch_gap_are_forgotten_by_resync() -> None:
     for obj in pods:
         env.cluster.apply_pod(obj)
     await env.settle()
-    assert env.sizes() != baseline
+    assert state_sizes(env) != baseline
     env.cluster.pods.clear()  # gone from the API; the watch never said so
     env.scheduler.resync([node], [])
     await env.settle()
-    assert env.sizes() == baseline
+    assert state_sizes(env) == baseline
 
 
 class UnansweredBindCluster(MemoryCluster):
@@ -184,13 +171,13 @@ class UnansweredBindCluster(MemoryCluster):
 
 async def test_pod_deleted_after_an_unanswered_bind_leaves_nothing() -> None:
     """The attempt kept to recognise a late-landing bind goes with the pod."""
-    env = Env(UnansweredBindCluster())
+    env = SchedulerHarness(cluster=UnansweredBindCluster(), seed=1)
     env.cluster.apply_node(make_node("n1").obj())
     await env.settle()
-    baseline = env.sizes()
+    baseline = state_sizes(env)
     env.cluster.apply_pod(make_pod("p").uid("p").obj())
     await env.scheduler.run_until_idle()
-    assert env.sizes()["unconfirmed_binds"] == 1
+    assert state_sizes(env)["unconfirmed_binds"] == 1
     env.cluster.delete_pod("p")
     await env.settle()
-    assert env.sizes() == baseline
+    assert state_sizes(env) == baseline

@@ -7,12 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.adapters.memory import MemoryCluster
-from scheduler.core.clock import FakeClock
 from scheduler.core.explain import explain_pod, render_text
-from scheduler.core.profile import build_scheduler
-from scheduler.core.scheduler import MODIFIED, Scheduler
+from scheduler.core.scheduler import MODIFIED
 from scheduler.framework.types import PodInfo
-from scheduler.testing import PodBuilder, make_node, make_pod
+from scheduler.testing import PodBuilder, SchedulerHarness, make_node, make_pod
 
 JSON = dict[str, Any]
 
@@ -47,31 +45,6 @@ class SlowKubelets(MemoryCluster):
         super()._set_nominated(uid, node_name)
 
 
-class Env:
-    def __init__(self, cluster: MemoryCluster | None = None) -> None:
-        self.cluster = cluster or MemoryCluster()
-        self.clock = FakeClock()
-        self.scheduler: Scheduler = build_scheduler(self.cluster, clock=self.clock, seed=0)
-        self.cluster.attach(self.scheduler)
-
-    async def settle(self) -> None:
-        await self.scheduler.run_until_idle(advance=self.clock.advance_to)
-
-    def add(self, builder: PodBuilder) -> JSON:
-        obj = builder.obj()
-        self.cluster.apply_pod(obj)
-        return obj
-
-    def node_of(self, name: str) -> str | None:
-        return self.cluster.node_of(name)
-
-    def notes(self, name: str, reason: str = "FailedScheduling") -> list[str]:
-        return [e.note for e in self.cluster.events if e.name == name and e.reason == reason]
-
-    def message(self, name: str) -> str:
-        return self.cluster.conditions[name].message
-
-
 def victim(name: str, node: str, priority: int, cpu: str = "1", started: int = 0) -> PodBuilder:
     return (
         make_pod(name)
@@ -91,11 +64,11 @@ def pending(name: str, priority: int, cpu: str = "1") -> PodBuilder:
 async def test_preemptor_evicts_the_cheapest_victims_and_binds_on_a_later_pass() -> None:
     """The preemptor is nominated (in memory and in its status), its victims evicted with events, and it
     binds to the nominated node once they are gone; the nomination ends with the binding."""
-    env = Env(SlowKubelets())
+    env = SchedulerHarness(cluster=SlowKubelets())
     env.cluster.apply_node(make_node("n1").capacity(cpu="4").obj())
     for i in range(4):
-        env.add(victim(f"v{i}", "n1", 100, started=i))
-    env.add(pending("big", 1000, cpu="2"))
+        env.add_pod(victim(f"v{i}", "n1", 100, started=i))
+    env.add_pod(pending("big", 1000, cpu="2"))
     await env.settle()
     assert env.node_of("big") == "n1"
     assert env.notes("big") == [
@@ -110,19 +83,19 @@ async def test_preemptor_evicts_the_cheapest_victims_and_binds_on_a_later_pass()
 
 async def test_lower_priority_pods_yield_to_a_nomination_higher_ones_do_not() -> None:
     """A pod nominated to n1 (that cannot bind yet) keeps its room from pods of lower or equal priority."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
-    env.add(victim("hold", "n1", 5000, cpu="1"))
+    env.add_pod(victim("hold", "n1", 5000, cpu="1"))
     # Does not fit now, and with policy Never its failure leaves its nomination as it is (ModeNoop).
     nominee = pending("nominee", 1000, cpu="2").preemption_policy("Never").nominated_node("n1")
-    env.add(nominee)
-    env.add(pending("low", 10))
-    env.add(pending("equal", 1000))
+    env.add_pod(nominee)
+    env.add_pod(pending("low", 10))
+    env.add_pod(pending("equal", 1000))
     await env.settle()
     assert env.scheduler.nominator.node_of("nominee") == "n1", "its status.nominatedNodeName is honoured"
     assert env.node_of("low") is None and env.node_of("equal") is None
     assert env.message("low").startswith("0/1 nodes are available: 1 Insufficient cpu.")
-    env.add(pending("higher", 2000))
+    env.add_pod(pending("higher", 2000))
     await env.settle()
     assert env.node_of("higher") == "n1", "a higher-priority pod does not yield"
 
@@ -130,10 +103,10 @@ async def test_lower_priority_pods_yield_to_a_nomination_higher_ones_do_not() ->
 async def test_no_candidate_clears_a_stale_nomination() -> None:
     """A pod nominated earlier whose preemption cannot help any more gets its nominatedNodeName removed."""
     cluster = SlowKubelets()
-    env = Env(cluster)
+    env = SchedulerHarness(cluster=cluster)
     env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
-    env.add(victim("hold", "n1", 5000, cpu="2"))
-    env.add(pending("p", 1000).nominated_node("n1"))
+    env.add_pod(victim("hold", "n1", 5000, cpu="2"))
+    env.add_pod(pending("p", 1000).nominated_node("n1"))
     await env.settle()
     assert cluster.nominations == [("p", "")]
     assert "nominatedNodeName" not in cluster.pods["p"]["status"]
@@ -150,11 +123,11 @@ async def test_preemptor_waits_for_terminating_victims_and_loses_its_nomination_
     lower one is re-evaluated (not stuck) with the reason it cannot preempt."""
     cluster = SlowKubelets()
     cluster.hold = True
-    env = Env(cluster)
+    env = SchedulerHarness(cluster=cluster)
     env.cluster.apply_node(make_node("pa").capacity(cpu="4").obj())
     for i in range(4):
-        env.add(victim(f"pa-v{i}", "pa", 100, started=i))
-    env.add(pending("low", 500, cpu="2"))
+        env.add_pod(victim(f"pa-v{i}", "pa", 100, started=i))
+    env.add_pod(pending("low", 500, cpu="2"))
     await env.settle()
     terminating = {n for n, o in cluster.pods.items() if o["metadata"].get("deletionTimestamp")}
     assert terminating == {"pa-v2", "pa-v3"}
@@ -163,7 +136,7 @@ async def test_preemptor_waits_for_terminating_victims_and_loses_its_nomination_
         "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to a terminating pod on the "
         "nominated node."
     ), "retried while its victims terminate: it does not preempt again"
-    env.add(pending("high", 1000, cpu="3"))
+    env.add_pod(pending("high", 1000, cpu="3"))
     await env.settle()
     terminating = {n for n, o in cluster.pods.items() if o["metadata"].get("deletionTimestamp")}
     assert terminating == {"pa-v1", "pa-v2", "pa-v3"}
@@ -178,11 +151,11 @@ async def test_preemptor_waits_for_terminating_victims_and_loses_its_nomination_
 
 
 async def test_equal_priority_and_policy_never_evict_nothing() -> None:
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").capacity(cpu="1").obj())
-    env.add(victim("v", "n1", 1000))
-    env.add(pending("peer", 1000))
-    env.add(pending("never", 5000).preemption_policy("Never"))
+    env.add_pod(victim("v", "n1", 1000))
+    env.add_pod(pending("peer", 1000))
+    env.add_pod(pending("never", 5000).preemption_policy("Never"))
     await env.settle()
     assert "v" in env.cluster.pods and not env.cluster.evictions
     assert env.message("peer").endswith(
@@ -197,11 +170,11 @@ async def test_equal_priority_and_policy_never_evict_nothing() -> None:
 async def test_explain_shows_which_pods_would_be_evicted_where_and_why_that_node() -> None:
     """For a pending pod that fits nowhere the explanation dry-runs DefaultPreemption (nothing is evicted):
     the chosen node, its victims, the criterion that chose it, the other candidates, and the message."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("a").capacity(cpu="2").obj())
     env.cluster.apply_node(make_node("b").capacity(cpu="2").obj())
-    env.add(victim("a-high", "a", 500, cpu="2"))
-    env.add(victim("b-low", "b", 100, cpu="2"))
+    env.add_pod(victim("a-high", "a", 500, cpu="2"))
+    env.add_pod(victim("b-low", "b", 100, cpu="2"))
     await env.settle()
     preemptor = make_pod("big").uid("big").priority(1000).req(cpu="2").info()
     fwk = env.scheduler.profiles["pyscheduler"]

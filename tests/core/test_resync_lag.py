@@ -12,12 +12,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.adapters.memory import MemoryCluster
-from scheduler.core.clock import FakeClock
-from scheduler.core.profile import build_scheduler
-from scheduler.core.scheduler import Scheduler
 from scheduler.framework.observer import Observer
-from scheduler.testing import make_node, make_pod
+from scheduler.testing import SchedulerHarness, make_node, make_pod
 
 JSON = dict[str, Any]
 
@@ -34,25 +30,21 @@ def _nothing_deleted(resource: str, key: str) -> bool:
     return False
 
 
-class Env:
-    def __init__(self) -> None:
-        self.cluster = MemoryCluster()
-        self.clock = FakeClock()
-        self.observer = DriftCounter()
-        self.scheduler: Scheduler = build_scheduler(self.cluster, clock=self.clock, seed=0, observer=self.observer)
-        self.cluster.attach(self.scheduler)
+def harness() -> tuple[SchedulerHarness, DriftCounter]:
+    """The public harness (default profile) and the drift it counts."""
+    drift = DriftCounter()
+    return SchedulerHarness(observer=drift), drift
 
-    async def settle(self) -> None:
-        await self.scheduler.run_until_idle(advance=self.clock.advance_to)
 
-    def listed(self) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-        return list(self.cluster.nodes.values()), list(self.cluster.pods.values())
+def listed(env: SchedulerHarness) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """A fresh LIST of nodes and pods: what the in-memory API server holds (the watch may not have said)."""
+    return list(env.cluster.nodes.values()), list(env.cluster.pods.values())
 
 
 async def test_differences_the_watch_delivers_within_the_grace_are_lag() -> None:
     """Pod deleted, pod created bound and node added behind the watch's back; the watch delivers them after
     the LIST: nothing is drift, nothing counted."""
-    env = Env()
+    env, drift = harness()
     env.cluster.apply_node(make_node("n1").obj())
     gone = make_pod("gone").uid("gone").node("n1").obj()
     env.cluster.apply_pod(gone)
@@ -62,7 +54,7 @@ async def test_differences_the_watch_delivers_within_the_grace_are_lag() -> None
     del env.cluster.pods["gone"]
     env.cluster.pods["late"] = late_pod
     env.cluster.nodes["n2"] = late_node
-    suspects = env.scheduler.resync_suspects(*env.listed())
+    suspects = env.scheduler.resync_suspects(*listed(env))
     assert set(suspects.pods) == {"gone", "late"} and set(suspects.nodes) == {"n2"}
     assert env.scheduler.cache.get_pod("gone") is not None, "nothing is applied before the grace ends"
     # The watch catches up.
@@ -70,12 +62,12 @@ async def test_differences_the_watch_delivers_within_the_grace_are_lag() -> None
     env.scheduler.on_pod_event("ADDED", late_pod)
     env.scheduler.on_node_event("ADDED", late_node)
     assert env.scheduler.settle(suspects, _nothing_deleted) == {}
-    assert env.observer.drift == {}
+    assert drift.drift == {}
 
 
 async def test_differences_the_watch_never_delivers_are_drift() -> None:
     """The same changes with the events lost: repaired and counted as drift when the grace ends."""
-    env = Env()
+    env, drift = harness()
     env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
     gone = make_pod("gone").uid("gone").req(cpu="2").node("n1").obj()
     env.cluster.apply_pod(gone)
@@ -86,10 +78,10 @@ async def test_differences_the_watch_never_delivers_are_drift() -> None:
     env.cluster.apply_pod(waiting)
     await env.settle()
     assert env.cluster.node_of("waiting") is None, "n1 looks full while the cache holds the deleted pod"
-    suspects = env.scheduler.resync_suspects(*env.listed())
+    suspects = env.scheduler.resync_suspects(*listed(env))
     repaired = env.scheduler.settle(suspects, _nothing_deleted)
     assert repaired == {"extra_pods": 1, "missing_pods": 1, "missing_nodes": 1}
-    assert env.observer.drift == repaired
+    assert drift.drift == repaired
     assert env.scheduler.cache.get_pod("gone") is None and env.scheduler.cache.get_node("n2") is not None
     await env.settle()
     assert env.cluster.node_of("waiting") is not None, "the repaired cache frees the room"
@@ -97,11 +89,11 @@ async def test_differences_the_watch_never_delivers_are_drift() -> None:
 
 async def test_a_deletion_seen_during_the_grace_is_not_undone() -> None:
     """A pod the LIST showed but the watch deleted afterwards is not brought back from the (older) LIST."""
-    env = Env()
+    env, _drift = harness()
     env.cluster.apply_node(make_node("n1").obj())
     fresh = make_pod("fresh").uid("fresh").node("n1").obj()
     env.cluster.pods["fresh"] = fresh  # created; the watch is late
-    suspects = env.scheduler.resync_suspects(*env.listed())
+    suspects = env.scheduler.resync_suspects(*listed(env))
     assert "fresh" in suspects.pods
     env.cluster.pods.clear()  # then deleted; the watch delivers only the deletion
     env.scheduler.on_pod_event("DELETED", fresh)
@@ -111,14 +103,14 @@ async def test_a_deletion_seen_during_the_grace_is_not_undone() -> None:
 
 async def test_pending_pod_bound_by_another_scheduler_during_a_watch_gap() -> None:
     """A pending pod the LIST shows bound elsewhere leaves the queue and enters the cache, counted once."""
-    env = Env()
+    env, _drift = harness()
     env.cluster.apply_node(make_node("n1").capacity(cpu="1").obj())
     obj = make_pod("p").uid("p").req(cpu="4").obj()
     env.cluster.apply_pod(obj)
     await env.settle()
     assert "p" in env.scheduler.pending
     env.cluster.pods["p"] = make_pod("p").uid("p").req(cpu="4").node("n1").obj()  # bound by someone; event lost
-    suspects = env.scheduler.resync_suspects(*env.listed())
+    suspects = env.scheduler.resync_suspects(*listed(env))
     repaired = env.scheduler.settle(suspects, _nothing_deleted)
     assert repaired == {"missing_pods": 1}
     assert "p" not in env.scheduler.pending and "p" not in env.scheduler.queue
@@ -129,7 +121,7 @@ async def test_pending_pod_bound_by_another_scheduler_during_a_watch_gap() -> No
 @pytest.mark.parametrize("lag_aware", [pytest.param(True, id="periodic"), pytest.param(False, id="after-410")])
 async def test_own_binding_in_flight_is_neither_drift_nor_forgotten(lag_aware: bool) -> None:
     """A LIST that already shows our in-flight bind confirms the assumed pod; nothing is counted or dropped."""
-    env = Env()
+    env, drift = harness()
     node = make_node("n1").obj()
     env.cluster.apply_node(node)
     pod = make_pod("p").uid("p").info()
@@ -143,12 +135,12 @@ async def test_own_binding_in_flight_is_neither_drift_nor_forgotten(lag_aware: b
     held = env.scheduler.cache.get_pod("p")
     assert not env.scheduler.cache.is_assumed("p") and held is not None and held.node_name == "n1"
     assert "p" in env.scheduler.pending, "the binding cycle, not the resync, finishes its own pod"
-    assert env.observer.drift == {}
+    assert drift.drift == {}
 
 
 async def test_an_older_unbound_version_never_requeues_a_bound_pod() -> None:
     """A lagging watch replaying a pod's unbound past after the cache holds it bound: ignored."""
-    env = Env()
+    env, _drift = harness()
     env.cluster.apply_node(make_node("n1").obj())
     unbound = make_pod("p").uid("p").obj()
     bound = make_pod("p").uid("p").node("n1").obj()
@@ -163,7 +155,7 @@ async def test_a_pod_created_and_bound_while_the_list_was_in_flight_is_no_suspec
     """The error-storm over-commit: a slow LIST was requested before p existed; p was then created, bound and
     confirmed by the watch. Without the touched set p, absent from the LIST, became a suspect and, after the
     grace (no newer event for it), was dropped from the cache: its cpu looked free and q over-committed n1."""
-    env = Env()
+    env, _drift = harness()
     node = make_node("n1").capacity(cpu="1").obj()
     env.cluster.apply_node(node)
     env.cluster.apply_pod(make_pod("p").uid("p").req(cpu="600m").obj())
@@ -183,7 +175,7 @@ async def test_a_pod_created_and_bound_while_the_list_was_in_flight_is_no_suspec
 async def test_a_stale_list_never_requeues_a_pod_the_cache_holds() -> None:
     """A LIST that shows a pod unbound never queues it again while the cache holds it bound (nodeName is
     immutable), with or without the touched set."""
-    env = Env()
+    env, _drift = harness()
     node = make_node("n1").obj()
     env.cluster.apply_node(node)
     stale = make_pod("p").uid("p").obj()

@@ -421,7 +421,9 @@ def test_ties_spread_over_all_tied_nodes_only() -> None:
     [
         pytest.param("filter", 'running "CountingFilter" filter plugin: boom', id="filter-error"),
         pytest.param("prefilter", 'running PreFilter plugin "Broken": boom', id="prefilter-error"),
-        pytest.param("score", "running Score plugins: plugin 'RaisingScore' failed: kaboom", id="score-raises"),
+        pytest.param(
+            "score", 'running Score plugins: plugin "RaisingScore" failed with: RuntimeError: kaboom', id="score-raises"
+        ),
     ],
 )
 def test_plugin_error_is_scheduling_error(kind: str, want: str) -> None:

@@ -6,48 +6,15 @@ from typing import Any
 
 import pytest
 
-from scheduler.adapters.memory import MemoryCluster, RecordedEvent
-from scheduler.config.load import load_config
+from scheduler.adapters.memory import MemoryCluster
 from scheduler.core.api import AlreadyBoundError, BindError, BindLandedError, BindOutcomeUnknownError
-from scheduler.core.clock import FakeClock
 from scheduler.core.explain import explain_pod
-from scheduler.core.profile import build_scheduler
-from scheduler.core.scheduler import Scheduler
 from scheduler.framework.types import PodInfo
-from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
-from scheduler.testing import PodBuilder, make_node, make_pod
+from scheduler.testing import SchedulerHarness, make_node, make_pod
 
 JSON = dict[str, Any]
 # Every pod has priority 0 here: DefaultPreemption finds nothing it may evict.
 NO_VICTIMS = " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
-
-
-class Env:
-    """A MemoryCluster wired to a scheduler with a fake clock."""
-
-    def __init__(self, cluster: MemoryCluster | None = None, config_raw: JSON | None = None, seed: int = 0) -> None:
-        self.cluster = cluster or MemoryCluster()
-        self.clock = FakeClock()
-        config = None
-        if config_raw is not None:
-            config = load_config(config_raw, REGISTRY.keys(), parse_plugin_args, implements=implements)
-        self.scheduler: Scheduler = build_scheduler(self.cluster, config, clock=self.clock, seed=seed)
-        self.cluster.attach(self.scheduler)
-
-    async def settle(self, advance: bool = True) -> None:
-        await self.scheduler.run_until_idle(advance=self.clock.advance_to if advance else None)
-
-    def pod(self, builder: PodBuilder) -> JSON:
-        obj = builder.obj()
-        self.cluster.apply_pod(obj)
-        return obj
-
-    def events_of(self, obj: JSON) -> list[RecordedEvent]:
-        meta = obj["metadata"]
-        return [e for e in self.cluster.events if (e.namespace, e.name) == (meta["namespace"], meta["name"])]
-
-    def node_of(self, obj: JSON) -> str | None:
-        return self.cluster.node_of(obj["metadata"]["uid"])
 
 
 def _uid(obj: JSON) -> str:
@@ -56,10 +23,10 @@ def _uid(obj: JSON) -> str:
 
 async def test_pods_bind_with_one_scheduled_event_each() -> None:
     """Each bound pod gets exactly one Normal Scheduled/Binding event naming ns/name and its node."""
-    env = Env()
+    env = SchedulerHarness()
     for n in ("n1", "n2"):
         env.cluster.apply_node(make_node(n).obj())
-    pods = [env.pod(make_pod(f"web-{i}", "shop").req(cpu="100m")) for i in range(3)]
+    pods = [env.add_pod(make_pod(f"web-{i}", "shop").req(cpu="100m")) for i in range(3)]
     await env.settle()
     for obj in pods:
         node = env.node_of(obj)
@@ -75,10 +42,10 @@ async def test_pods_bind_with_one_scheduled_event_each() -> None:
 
 async def test_unschedulable_pod_event_and_condition() -> None:
     """A pod that fits nowhere: Warning FailedScheduling/Scheduling and PodScheduled=False Unschedulable."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
     env.cluster.apply_node(make_node("n2").capacity(cpu="2").obj())
-    obj = env.pod(make_pod("big").req(cpu="3"))
+    obj = env.add_pod(make_pod("big").req(cpu="3"))
     await env.settle()
     # 3 cpu exceed each node's allocatable: Unresolvable, so preemption cannot help on either node.
     want = (
@@ -97,13 +64,13 @@ async def test_unschedulable_pod_event_and_condition() -> None:
 
 async def test_long_message_truncated_in_event_but_not_in_condition() -> None:
     """The event note is cut to 1024 bytes with " ..."; the condition keeps the full message."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").obj())
     resources = [f"example.com/a-rather-long-extended-resource-name-{i:03d}" for i in range(40)]
     builder = make_pod("greedy").req(cpu="100m")
     for r in resources:
         builder.extended(r, "1")
-    obj = env.pod(builder)
+    obj = env.add_pod(builder)
     await env.settle()
     full = "0/1 nodes are available: " + ", ".join(sorted(f"1 Insufficient {r}" for r in resources)) + "."
     full += " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
@@ -115,8 +82,8 @@ async def test_long_message_truncated_in_event_but_not_in_condition() -> None:
 
 async def test_no_nodes_available_event_then_node_added() -> None:
     """No nodes: "no nodes available to schedule pods" (Unschedulable, retried on backoff); a new node takes it."""
-    env = Env()
-    obj = env.pod(make_pod("p"))
+    env = SchedulerHarness()
+    obj = env.add_pod(make_pod("p"))
     await env.settle()
     notes = {(e.reason, e.note) for e in env.events_of(obj)}
     assert notes == {("FailedScheduling", "no nodes available to schedule pods")}
@@ -129,9 +96,9 @@ async def test_no_nodes_available_event_then_node_added() -> None:
 
 async def test_pending_pod_scheduled_when_node_added() -> None:
     """NodeAdd moves the rejected pod back to the active queue and it binds to the new node."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("small").capacity(cpu="1").obj())
-    obj = env.pod(make_pod("p").req(cpu="2"))
+    obj = env.add_pod(make_pod("p").req(cpu="2"))
     await env.settle()
     assert env.node_of(obj) is None
     env.cluster.apply_node(make_node("large").capacity(cpu="8").obj())
@@ -142,10 +109,10 @@ async def test_pending_pod_scheduled_when_node_added() -> None:
 
 async def test_pending_pod_scheduled_when_assigned_pod_deleted() -> None:
     """Deleting an assigned pod frees its requests and the pending pod binds."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
-    hog = env.pod(make_pod("hog").req(cpu="2").node("n1"))
-    obj = env.pod(make_pod("p").req(cpu="1"))
+    hog = env.add_pod(make_pod("hog").req(cpu="2").node("n1"))
+    obj = env.add_pod(make_pod("p").req(cpu="1"))
     await env.settle()
     assert env.node_of(obj) is None
     assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu." + NO_VICTIMS
@@ -156,17 +123,17 @@ async def test_pending_pod_scheduled_when_assigned_pod_deleted() -> None:
 
 async def test_other_schedulers_pods_ignored_but_counted_when_bound() -> None:
     """A default-scheduler pod is never scheduled by us; once bound elsewhere its requests count."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
     other = make_pod("theirs").req(cpu="1500m").scheduler_name("default-scheduler")
-    other_obj = env.pod(other)
+    other_obj = env.add_pod(other)
     await env.settle()
     assert env.node_of(other_obj) is None
     assert env.events_of(other_obj) == []
     assert env.cluster.bindings == []
     bound = other_obj | {"spec": other_obj["spec"] | {"nodeName": "n1"}}
     env.cluster.apply_pod(bound)
-    obj = env.pod(make_pod("ours").req(cpu="1"))
+    obj = env.add_pod(make_pod("ours").req(cpu="1"))
     await env.settle()
     assert env.node_of(obj) is None
     assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu." + NO_VICTIMS
@@ -174,10 +141,10 @@ async def test_other_schedulers_pods_ignored_but_counted_when_bound() -> None:
 
 async def test_unparsable_pod_reports_scheduler_error_and_others_schedule() -> None:
     """A quantity "lots" gives FailedScheduling naming the field (SchedulerError); other pods still bind."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").obj())
-    bad = env.pod(make_pod("bad").req(cpu="lots"))
-    good = env.pod(make_pod("good").req(cpu="100m"))
+    bad = env.add_pod(make_pod("bad").req(cpu="lots"))
+    good = env.add_pod(make_pod("good").req(cpu="100m"))
     await env.settle()
     assert env.node_of(good) == "n1"
     assert env.node_of(bad) is None
@@ -192,13 +159,13 @@ async def test_unparsable_pod_reports_scheduler_error_and_others_schedule() -> N
 async def test_extreme_quantities_are_reported_not_computed() -> None:
     """A live pod asking 1e999999999 cpu and a node offering it: the pod is reported unparsable at once, the
     node is left out (logged), and an ordinary pod still binds on the ordinary node."""
-    env = Env()
+    env = SchedulerHarness()
     huge_node = make_node("huge").obj()
     huge_node["status"]["allocatable"]["cpu"] = "1e999999999"
     env.cluster.apply_node(huge_node)
     env.cluster.apply_node(make_node("n1").obj())
-    bad = env.pod(make_pod("bad").req(cpu="1e999999999"))
-    good = env.pod(make_pod("good").req(cpu="100m"))
+    bad = env.add_pod(make_pod("bad").req(cpu="1e999999999"))
+    good = env.add_pod(make_pod("good").req(cpu="100m"))
     await env.settle()
     assert env.node_of(good) == "n1"
     assert env.node_of(bad) is None
@@ -227,10 +194,10 @@ class FlakyCluster(MemoryCluster):
 async def test_bind_failure_forgets_pod_and_retries_after_backoff() -> None:
     """A failed bind forgets the assumed pod, reports SchedulerError and binds after the 1s backoff."""
     cluster = FlakyCluster(BindError("etcd timeout"))
-    env = Env(cluster)
+    env = SchedulerHarness(cluster=cluster)
     env.cluster.apply_node(make_node("n1").capacity(cpu="1").obj())
-    obj = env.pod(make_pod("p").req(cpu="1"))
-    await env.settle(advance=False)
+    obj = env.add_pod(make_pod("p").req(cpu="1"))
+    await env.settle(advance_clock=False)
     uid = _uid(obj)
     assert env.node_of(obj) is None
     assert not env.scheduler.cache.is_assumed(uid)
@@ -252,9 +219,9 @@ async def test_bind_failure_forgets_pod_and_retries_after_backoff() -> None:
 async def test_already_bound_drops_pod_without_events() -> None:
     """AlreadyBoundError (409): the pod leaves the queue, no event, no condition."""
     cluster = FlakyCluster(AlreadyBoundError("already assigned"), failures=10)
-    env = Env(cluster)
+    env = SchedulerHarness(cluster=cluster)
     env.cluster.apply_node(make_node("n1").obj())
-    obj = env.pod(make_pod("p"))
+    obj = env.add_pod(make_pod("p"))
     await env.settle()
     uid = _uid(obj)
     assert cluster.attempts == 1
@@ -266,12 +233,12 @@ async def test_already_bound_drops_pod_without_events() -> None:
 
 async def test_resync_removes_vanished_pod_and_frees_capacity() -> None:
     """resync() drops a pod the LIST no longer has; its freed cpu lets a pending pod bind."""
-    env = Env()
+    env = SchedulerHarness()
     node = make_node("n1").capacity(cpu="2").obj()
     env.cluster.apply_node(node)
     hog = make_pod("hog").req(cpu="2").node("n1").obj()
     env.cluster.apply_pod(hog)
-    obj = env.pod(make_pod("p").req(cpu="1"))
+    obj = env.add_pod(make_pod("p").req(cpu="1"))
     await env.settle()
     assert env.node_of(obj) is None
     del env.cluster.pods[_uid(hog)]  # deleted during a watch gap: no DELETED event
@@ -284,24 +251,24 @@ async def test_resync_removes_vanished_pod_and_frees_capacity() -> None:
 
 async def test_resync_removes_vanished_node() -> None:
     """resync() drops a node the LIST no longer has; new pods only go to the remaining node."""
-    env = Env()
+    env = SchedulerHarness()
     keep, gone = make_node("keep").obj(), make_node("gone").obj()
     env.cluster.apply_node(keep)
     env.cluster.apply_node(gone)
     repaired = env.scheduler.resync([keep], [])
     assert repaired.get("extra_nodes") == 1
     assert env.scheduler.cache.get_node("gone") is None
-    pods = [env.pod(make_pod(f"p{i}")) for i in range(4)]
+    pods = [env.add_pod(make_pod(f"p{i}")) for i in range(4)]
     await env.settle()
     assert [env.node_of(p) for p in pods] == ["keep"] * 4
 
 
 async def test_terminating_pod_keeps_resources() -> None:
     """A terminating assigned pod still holds its requests until it is deleted."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").capacity(cpu="2").obj())
-    old = env.pod(make_pod("old").req(cpu="2").node("n1").terminating())
-    obj = env.pod(make_pod("new").req(cpu="1"))
+    old = env.add_pod(make_pod("old").req(cpu="2").node("n1").terminating())
+    obj = env.add_pod(make_pod("new").req(cpu="1"))
     await env.settle()
     assert env.node_of(obj) is None
     assert env.cluster.conditions[_uid(obj)].message == "0/1 nodes are available: 1 Insufficient cpu." + NO_VICTIMS
@@ -312,9 +279,9 @@ async def test_terminating_pod_keeps_resources() -> None:
 
 async def test_terminating_pending_pod_not_scheduled() -> None:
     """A pending pod being deleted is never bound."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").obj())
-    obj = env.pod(make_pod("dying").terminating())
+    obj = env.add_pod(make_pod("dying").terminating())
     await env.settle()
     assert env.node_of(obj) is None
     assert env.cluster.bindings == []
@@ -330,12 +297,12 @@ async def test_multiple_profiles_each_schedule_their_own_pods() -> None:
             {"schedulerName": "no-fit", "plugins": {"filter": {"disabled": [{"name": "NodeResourcesFit"}]}}},
         ],
     }
-    env = Env(config_raw=raw)
+    env = SchedulerHarness(raw)
     assert set(env.scheduler.profiles) == {"pyscheduler", "no-fit"}
     env.cluster.apply_node(make_node("n1").capacity(cpu="1").obj())
-    ours = env.pod(make_pod("ours").req(cpu="4"))
-    theirs = env.pod(make_pod("theirs").req(cpu="4").scheduler_name("no-fit"))
-    stranger = env.pod(make_pod("stranger").scheduler_name("third-scheduler"))
+    ours = env.add_pod(make_pod("ours").req(cpu="4"))
+    theirs = env.add_pod(make_pod("theirs").req(cpu="4").scheduler_name("no-fit"))
+    stranger = env.add_pod(make_pod("stranger").scheduler_name("third-scheduler"))
     await env.settle()
     assert env.node_of(ours) is None
     assert env.cluster.conditions[_uid(ours)].message == (
@@ -351,10 +318,10 @@ async def test_multiple_profiles_each_schedule_their_own_pods() -> None:
 @pytest.mark.parametrize("count", [pytest.param(5, id="5-pods"), pytest.param(30, id="30-pods")])
 async def test_node_pod_capacity_respected(count: int) -> None:
     """allocatable pods=3 per node: exactly 3 per node bind, the rest report Too many pods."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").capacity(pods="3").obj())
     env.cluster.apply_node(make_node("n2").capacity(pods="3").obj())
-    objs = [env.pod(make_pod(f"p{i:02d}")) for i in range(count)]
+    objs = [env.add_pod(make_pod(f"p{i:02d}")) for i in range(count)]
     await env.settle()
     placed = [env.node_of(o) for o in objs]
     bound = min(count, 6)
@@ -371,7 +338,7 @@ async def test_node_pod_capacity_respected(count: int) -> None:
 async def test_explain_environment_shares_nothing_mutable_with_the_scheduler() -> None:
     """Explanations off the loop get fresh plugins, a private snapshot and object store: what the loop changes
     afterwards is not seen, and the explained snapshot is what the plugins read through their Handle."""
-    env = Env()
+    env = SchedulerHarness()
     env.cluster.apply_node(make_node("n1").image("registry.example.com/big:v1", 900 * 1024 * 1024).obj())
     env.cluster.apply_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
     fwk, snapshot = env.scheduler.explain_environment("pyscheduler")
@@ -411,12 +378,12 @@ async def test_lost_bind_reply_is_recorded_as_bound_where_the_api_says() -> None
     """A 409 for our own pod after a lost reply: bound on the node the API reports (not the node this attempt
     chose), a Scheduled event naming it, counted as bound, and the cache holds the pod there."""
     cluster = LostReplyCluster()
-    env = Env(cluster)
+    env = SchedulerHarness(cluster=cluster)
     env.cluster.apply_node(make_node("a").capacity(cpu="2").obj())
     env.cluster.apply_node(make_node("b").capacity(cpu="2").obj())
-    obj = env.pod(make_pod("p").req(cpu="1"))
+    obj = env.add_pod(make_pod("p").req(cpu="1"))
     uid = _uid(obj)
-    await env.settle(advance=False)
+    await env.settle(advance_clock=False)
     [first] = cluster.attempted
     other = "b" if first == "a" else "a"
     assert env.scheduler.cache.get_pod(uid) is None, "the failed attempt was forgotten"
@@ -446,11 +413,11 @@ async def test_lost_bind_reply_seen_first_by_the_watch_is_reported_as_ours() -> 
     """The bind got no answer but landed; the watch shows the pod bound on that attempt's node before the
     retry: the binding is reported as ours (Scheduled event, counted) and no second bind is attempted."""
     cluster = LostReplyCluster()
-    env = Env(cluster)
+    env = SchedulerHarness(cluster=cluster)
     env.cluster.apply_node(make_node("a").obj())
-    obj = env.pod(make_pod("p"))
+    obj = env.add_pod(make_pod("p"))
     uid = _uid(obj)
-    await env.settle(advance=False)
+    await env.settle(advance_clock=False)
     assert cluster.attempted == ["a"] and uid in env.scheduler.unconfirmed_binds
     env.scheduler.on_pod_event("MODIFIED", env.cluster.pods[uid])  # the watch: bound on "a"
     await env.settle()
@@ -469,12 +436,12 @@ async def test_a_pod_bound_elsewhere_after_an_unanswered_bind_is_not_reported() 
     """An unanswered bind, then the watch shows the pod bound on another node (someone else's binding): the
     pod leaves the queue, nothing is reported as ours."""
     cluster = LostReplyCluster()
-    env = Env(cluster)
+    env = SchedulerHarness(cluster=cluster)
     env.cluster.apply_node(make_node("a").obj())
     env.cluster.apply_node(make_node("b").obj())
-    obj = env.pod(make_pod("p"))
+    obj = env.add_pod(make_pod("p"))
     uid = _uid(obj)
-    await env.settle(advance=False)
+    await env.settle(advance_clock=False)
     [chosen] = cluster.attempted
     other = "b" if chosen == "a" else "a"
     env.cluster.pods[uid]["spec"]["nodeName"] = other
@@ -499,9 +466,9 @@ class LandsThenNoAnswerCluster(MemoryCluster):
 
 async def test_an_unanswered_bind_the_watch_already_confirmed_is_a_success() -> None:
     """No answer to the bind, but the watch showed the pod bound there during it: bound, no failure reported."""
-    env = Env(LandsThenNoAnswerCluster())
+    env = SchedulerHarness(cluster=LandsThenNoAnswerCluster())
     env.cluster.apply_node(make_node("a").obj())
-    obj = env.pod(make_pod("p"))
+    obj = env.add_pod(make_pod("p"))
     uid = _uid(obj)
     await env.settle()
     assert env.scheduler.bound_count == 1

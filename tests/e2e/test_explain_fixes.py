@@ -4,8 +4,8 @@ The real kubectl (built from the same release) runs our `kubectl-pyscheduler` ex
 it runs any plugin, with the user's kubeconfig and a non-current `--context`. For each fix kind the test
 reads the ranked fixes (`-o json`), applies the first one through the API exactly as a user would (add
 the toleration, recreate the pod with the lower request or without the selector key, delete the port
-holder, uncordon the node), and checks that pyscheduler then binds the pod on one of the predicted
-nodes, and that the predicted count matches the nodes the change opened.
+holder, uncordon the node, publish the declared feature on the node), and checks that pyscheduler then binds
+the pod on one of the predicted nodes, and that the predicted count matches the nodes the change opened.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from tests.cluster.harness import ControlPlane, default_bin_dir
 from tests.e2e.conftest import NodeFactory, PodFactory, PySchedulerProcess
-from tests.e2e.kube import JSON, get_pod, request_json, wait_for, wait_for_pod_bound
+from tests.e2e.kube import JSON, PAUSE_IMAGE, get_pod, request_json, wait_for, wait_for_pod_bound
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -167,6 +167,26 @@ async def test_uncordon(
     assert (await wait_for_pod_bound(api_client, namespace, "p"))["spec"]["nodeName"] == node
 
 
+async def test_declare_features(
+    pyscheduler: PySchedulerProcess, kubectl_env: dict[str, str], api_client: ApiClient, namespace: str,
+    create_node: NodeFactory, create_pod: PodFactory,
+) -> None:
+    """A pod with a RestartAllContainers restart rule and no node declaring the feature: once the predicted
+    node's kubelet publishes it (a status PATCH), pyscheduler binds the pod there."""
+    node = f"{namespace}-n1"
+    await create_node(node)
+    rule = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+    container = {"name": "main", "image": PAUSE_IMAGE, "restartPolicy": "Never", "restartPolicyRules": [rule]}
+    await create_pod("p", spec={"restartPolicy": "Never", "containers": [container]})
+    fix = await pending_then_explained(api_client, kubectl_env, namespace, "p", "declare-features")
+    assert fix["nodes"] == [node]
+    assert fix["change"] == {"node": node, "declaredFeatures": ["RestartAllContainersOnContainerExits"]}
+    await request_json(api_client, "PATCH", f"/api/v1/nodes/{node}/status",
+                       body={"status": {"declaredFeatures": fix["change"]["declaredFeatures"]}},
+                       content_type="application/merge-patch+json")
+    assert (await wait_for_pod_bound(api_client, namespace, "p"))["spec"]["nodeName"] == node
+
+
 async def test_text_output_through_kubectl(
     pyscheduler: PySchedulerProcess, kubectl_env: dict[str, str], namespace: str,
     create_node: NodeFactory, create_pod: PodFactory, api_client: ApiClient,
@@ -179,3 +199,45 @@ async def test_text_output_through_kubectl(
     out = await kubectl(kubectl_env, "pyscheduler", "explain", "-n", namespace, "p", "--context", context)
     assert "1 node(s): NodeUnschedulable: node(s) were unschedulable" in out
     assert f"1. uncordon node {namespace}-n1 -> 1 node(s)" in out
+
+
+async def test_issue_22_cpu_alone_fixes_cpu_and_cordon(
+    pyscheduler: PySchedulerProcess, kubectl_env: dict[str, str], api_client: ApiClient, namespace: str,
+    create_node: NodeFactory, create_pod: PodFactory,
+) -> None:
+    """Short of cpu everywhere, one node also cordoned: the fix is 1800m alone (the largest free cpu of a node
+    where cpu is the only blocker), with a ladder; recreated with it, the pod binds there."""
+    for name, used, cordoned in (("n1", "2200m", False), ("n2", "2", True), ("n3", "3500m", False)):
+        await create_node(f"{namespace}-{name}", cpu="4", unschedulable=cordoned)
+        await create_pod(f"used-{name}", node_name=f"{namespace}-{name}", requests={"cpu": used}, scheduler_name="x")
+    await create_pod("big", requests={"cpu": "3"})
+    fix = await pending_then_explained(api_client, kubectl_env, namespace, "big", "lower-request")
+    assert fix["change"] == {"resource": "cpu", "request": "1800m"} and fix["nodes"] == [f"{namespace}-n1"]
+    assert [s["step"] for s in fix["ladder"]] == ["cpu <= 1800m", "cpu <= 500m"]
+    await request_json(
+        api_client, "DELETE", f"/api/v1/namespaces/{namespace}/pods/big", query={"gracePeriodSeconds": 0}
+    )
+    await create_pod("big2", requests={"cpu": fix["change"]["request"]})
+    assert (await wait_for_pod_bound(api_client, namespace, "big2"))["spec"]["nodeName"] == f"{namespace}-n1"
+
+
+async def test_drop_node_affinity(
+    pyscheduler: PySchedulerProcess, kubectl_env: dict[str, str], api_client: ApiClient, namespace: str,
+    create_node: NodeFactory, create_pod: PodFactory,
+) -> None:
+    """Issue 22: the affinity's only requirement is the whole required affinity to drop (not an empty term);
+    the JSON names exactly what the manifest loses, and without it the pod binds."""
+    await create_node(f"{namespace}-amd", labels={"kubernetes.io/arch": "amd64"})
+    required = {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]}
+    ]}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    await create_pod("p", spec={"affinity": affinity})
+    fix = await pending_then_explained(api_client, kubectl_env, namespace, "p", "drop-node-affinity")
+    assert fix["change"] == {"requiredDuringSchedulingIgnoredDuringExecution": required}
+    assert fix["nodes"] == [f"{namespace}-amd"]
+    await request_json(
+        api_client, "DELETE", f"/api/v1/namespaces/{namespace}/pods/p", query={"gracePeriodSeconds": 0}
+    )
+    await create_pod("p2")
+    assert (await wait_for_pod_bound(api_client, namespace, "p2"))["spec"]["nodeName"] == f"{namespace}-amd"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,10 +21,10 @@ from kubernetes_asyncio.client import ApiClient
 from tests.cluster.harness import REPO_ROOT
 from tests.e2e.conftest import NodeFactory, PodFactory, StartPyScheduler
 from tests.e2e.kube import wait_for_pod_bound
+from tests.e2e.out_of_tree import install_example
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
-EXAMPLE = REPO_ROOT / "examples" / "plugins" / "cost-score"
 LABEL = "example.com/hourly-cost"
 CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -44,17 +43,7 @@ CONFIG = {
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example installed into its own directory (a site-packages a user's pip would fill)."""
-    target = tmp_path_factory.mktemp("site")
-    source = tmp_path_factory.mktemp("src") / "cost-score"
-    shutil.copytree(EXAMPLE, source)  # setuptools builds in the source tree: keep the repository clean
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "--target", str(target), str(source)],
-        check=True,
-        timeout=120,
-    )
-    assert list(target.glob("pyscheduler_cost_score-*.dist-info/entry_points.txt"))
-    return target
+    return install_example("cost-score", tmp_path_factory)
 
 
 async def test_installed_plugin_places_pods_on_the_cheapest_node(

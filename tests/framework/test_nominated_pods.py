@@ -271,8 +271,6 @@ class InjectedPostFilter(PostFilterPlugin):
     def post_filter(
         self, state: CycleState, pod: PodInfo, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
-        if self.code == Code.ERROR:
-            raise RuntimeError(REASON)
         return PostFilterResult("n1") if self.code == Code.SUCCESS else None, Status(self.code, (REASON,))
 
 

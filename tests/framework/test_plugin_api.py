@@ -3,7 +3,6 @@ end to end, and a broken plugin costs one pod one attempt, never the scheduler."
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import textwrap
 from pathlib import Path
@@ -11,16 +10,12 @@ from typing import Any
 
 import pytest
 
-from scheduler.adapters.memory import MemoryCluster
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_config
-from scheduler.core.clock import FakeClock
-from scheduler.core.explain import explain_pod
-from scheduler.core.profile import build_scheduler
-from scheduler.core.scheduler import Scheduler
+from scheduler.core.explain import explain_pod, render_text
 from scheduler.framework.observer import Observer
 from scheduler.plugins.registry import PluginLoadError, PluginRegistry
-from scheduler.testing import make_node, make_pod
+from scheduler.testing import SchedulerHarness, make_node, make_pod
 from tests.framework import plugin_samples
 from tests.framework.plugin_samples import CALLS
 
@@ -49,25 +44,13 @@ RECORDER_EVERYWHERE: JSON = {
 }
 
 
-class Env:
-    def __init__(self, raw: JSON, refs: tuple[str, ...] = (f"{SAMPLES}:Recorder",)) -> None:
-        self.registry = PluginRegistry.with_out_of_tree(refs, entry_points=False)
-        cfg = load_config(raw, self.registry.keys(), self.registry.parse_args, implements=self.registry.implements)
-        self.cluster = MemoryCluster()
-        self.clock = FakeClock()
-        self.observer = ErrorCounter()
-        self.scheduler: Scheduler = build_scheduler(
-            self.cluster, cfg, clock=self.clock, seed=0, observer=self.observer, registry=self.registry
-        )
-        self.cluster.attach(self.scheduler)
-        for n in ("n1", "n2", "n3"):
-            self.cluster.apply_node(make_node(n).obj())
-
-    async def settle(self) -> None:
-        await self.scheduler.run_until_idle(advance=self.clock.advance_to)
-
-    def node_of(self, obj: JSON) -> str | None:
-        return self.cluster.node_of(obj["metadata"]["uid"])
+def harness(
+    raw: JSON, refs: tuple[str, ...] = (f"{SAMPLES}:Recorder",), observer: Observer | None = None
+) -> SchedulerHarness:
+    """The public harness with the sample plugins loaded like `--plugin`, over three plain nodes."""
+    env = SchedulerHarness(raw, plugin_refs=refs, observer=observer)
+    env.add(*(make_node(n) for n in ("n1", "n2", "n3")))
+    return env
 
 
 @pytest.fixture(autouse=True)
@@ -80,7 +63,7 @@ def _clear_calls() -> None:
 
 def test_plugin_reference_loads_and_is_enabled_by_configuration() -> None:
     """--plugin MODULE:CLASS makes the class known by its name; the config enables it and passes args."""
-    env = Env(config(RECORDER_EVERYWHERE, [{"name": "Recorder", "args": {"preferNode": "n2"}}]))
+    env = harness(config(RECORDER_EVERYWHERE, [{"name": "Recorder", "args": {"preferNode": "n2"}}]))
     fwk = env.scheduler.profiles["pyscheduler"]
     recorder = fwk.plugins["Recorder"]
     assert isinstance(recorder, plugin_samples.Recorder) and recorder.args == {"preferNode": "n2"}
@@ -115,7 +98,7 @@ def test_args_errors_name_the_field() -> None:
 def test_plugin_failing_at_start_is_a_config_error() -> None:
     """A constructor that raises: ConfigError naming the plugin (the CLI prints it, exit 2)."""
     with pytest.raises(ConfigError, match="plugin 'BrokenAtStart' failed to start: RuntimeError: no license key"):
-        Env(config({"multiPoint": {"enabled": [{"name": "BrokenAtStart"}]}}), (f"{SAMPLES}:BrokenAtStart",))
+        harness(config({"multiPoint": {"enabled": [{"name": "BrokenAtStart"}]}}), (f"{SAMPLES}:BrokenAtStart",))
 
 
 def test_entry_points_are_discovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,7 +136,7 @@ def test_entry_points_are_discovered(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 async def test_every_extension_point_runs_in_order() -> None:
     """PreEnqueue → PreFilter → Filter → PreScore → Score → Reserve → Permit → PreBind → Bind → PostBind."""
-    env = Env(config(RECORDER_EVERYWHERE, [{"name": "Recorder", "args": {"preferNode": "n2"}}]))
+    env = harness(config(RECORDER_EVERYWHERE, [{"name": "Recorder", "args": {"preferNode": "n2"}}]))
     pod = make_pod("p").obj()
     env.cluster.apply_pod(pod)
     await env.settle()
@@ -168,7 +151,7 @@ async def test_every_extension_point_runs_in_order() -> None:
 async def test_pre_enqueue_gates_and_post_filter_runs_on_fit_error() -> None:
     """A PreEnqueue rejection keeps the pod out of the queue; a pod fitting nowhere reaches PostFilter, whose
     message is appended to the FitError like upstream's preemption suffix."""
-    env = Env(config(RECORDER_EVERYWHERE))
+    env = harness(config(RECORDER_EVERYWHERE))
     gated = make_pod("gated").labels(gate="closed").obj()
     stuck = make_pod("stuck").labels(only="nowhere").obj()
     env.cluster.apply_pod(gated)
@@ -185,7 +168,7 @@ async def test_pre_enqueue_gates_and_post_filter_runs_on_fit_error() -> None:
 
 
 async def test_reserve_rejection_unreserves_and_requeues() -> None:
-    env = Env(config(RECORDER_EVERYWHERE))
+    env = harness(config(RECORDER_EVERYWHERE))
     pod = make_pod("r").label("fail-reserve", "yes").obj()
     env.cluster.apply_pod(pod)
     await env.settle()
@@ -204,7 +187,8 @@ BROKEN = [("raise", p) for p in ("PreFilter", "Filter", "PreScore", "Score", "Re
 async def test_a_broken_plugin_fails_one_pod_not_the_scheduler(kind: str, point: str) -> None:
     """Raising (or returning garbage) at any point: that pod gets SchedulerError and the error is counted;
     a healthy pod next to it is bound."""
-    env = Env(config(RECORDER_EVERYWHERE))
+    errors = ErrorCounter()
+    env = harness(config(RECORDER_EVERYWHERE), observer=errors)
     bad = make_pod("bad").label(kind, point).obj()
     good = make_pod("good").obj()
     env.cluster.apply_pod(bad)
@@ -215,7 +199,7 @@ async def test_a_broken_plugin_fails_one_pod_not_the_scheduler(kind: str, point:
     cond = env.cluster.conditions[bad["metadata"]["uid"]]
     assert cond.reason == "SchedulerError", cond
     assert "Recorder" in cond.message
-    assert ("Recorder", point) in env.observer.errors
+    assert ("Recorder", point) in errors.errors
 
 
 # -------------------------------------------------------------------------------------------------- Permit
@@ -234,54 +218,73 @@ def configmap(name: str, go: str) -> JSON:
 
 async def test_permit_wait_then_allow_through_the_handle() -> None:
     """A waiting pod is not bound until the ConfigMap flips; the plugin allows it via Handle waiting pods."""
-    env = Env(gate_config(), (f"{SAMPLES}:ConfigMapGate",))
+    env = harness(gate_config(), (f"{SAMPLES}:ConfigMapGate",))
     pod = make_pod("w").label(plugin_samples.ConfigMapGate.LABEL, "release").obj()
-    env.cluster.apply_object(configmap("release", "wait"))
-    env.cluster.apply_pod(pod)
-    coro = env.scheduler.schedule_one(env.scheduler.queue.pop())  # type: ignore[arg-type]
-    assert coro is not None
-    task = asyncio.ensure_future(coro)
-    await asyncio.sleep(0.01)
-    assert [w.pod.name for w in env.scheduler.handle().iterate_over_waiting_pods()] == ["w"]
-    assert env.node_of(pod) is None and not task.done()
-    env.cluster.apply_object(configmap("release", "true"))  # the object event allows it
-    await asyncio.wait_for(task, 5)
+    env.add(configmap("release", "wait"), pod)
+    await env.settle(expire_permits=False)
+    assert [w.pod.name for w in env.waiting()] == ["w"]
+    assert env.node_of(pod) is None
+    env.add(configmap("release", "true"))  # the object event allows it
+    await env.settle()
     assert env.node_of(pod) is not None
-    assert env.scheduler.handle().iterate_over_waiting_pods() == []
+    assert env.waiting() == []
 
 
 async def test_permit_reject_through_the_handle() -> None:
-    env = Env(gate_config(), (f"{SAMPLES}:ConfigMapGate",))
+    env = harness(gate_config(), (f"{SAMPLES}:ConfigMapGate",))
     pod = make_pod("w").label(plugin_samples.ConfigMapGate.LABEL, "release").obj()
-    env.cluster.apply_object(configmap("release", "wait"))
-    env.cluster.apply_pod(pod)
-    task = asyncio.ensure_future(env.scheduler.schedule_one(env.scheduler.queue.pop()))  # type: ignore[arg-type]
-    await asyncio.sleep(0.01)
-    env.cluster.apply_object(configmap("release", "no"))
-    await asyncio.wait_for(task, 5)
+    env.add(configmap("release", "wait"), pod)
+    await env.settle(expire_permits=False)
+    env.add(configmap("release", "no"))
+    await env.settle(expire_permits=False)
     assert env.node_of(pod) is None
-    cond = env.cluster.conditions[pod["metadata"]["uid"]]
-    assert cond.reason == "Unschedulable"
+    cond = env.condition(pod)
+    assert cond is not None and cond.reason == "Unschedulable"
     assert cond.message == "0/1 nodes are available: 1 configmap release says no."
 
 
 async def test_permit_timeout_rejects() -> None:
-    """Nobody allows it: the wait ends at the plugin's timeout with upstream's message."""
+    """Nobody allows it: the wait ends at the plugin's timeout on the scheduler's (fake) clock, with
+    upstream's message and the duration printed as Go prints it."""
     raw = config({"multiPoint": {"enabled": [{"name": "ConfigMapGate"}]}}, [
-        {"name": "ConfigMapGate", "args": {"timeoutSeconds": 0.05}}
+        {"name": "ConfigMapGate", "args": {"timeoutSeconds": 90}}
     ])
-    env = Env(raw, (f"{SAMPLES}:ConfigMapGate",))
+    env = harness(raw, (f"{SAMPLES}:ConfigMapGate",))
     pod = make_pod("w").label(plugin_samples.ConfigMapGate.LABEL, "release").obj()
     env.cluster.apply_pod(pod)
-    await asyncio.wait_for(env.scheduler.schedule_one(env.scheduler.queue.pop()), 5)  # type: ignore[arg-type]
+    await env.settle()
+    assert env.clock.now >= 90.0, "the clock moved to the deadline instead of waiting"
     message = env.cluster.conditions[pod["metadata"]["uid"]].message
-    assert "rejected due to timeout after waiting 0.05s at plugin ConfigMapGate" in message
+    assert message == "0/1 nodes are available: 1 rejected due to timeout after waiting 1m30s at plugin ConfigMapGate."
 
 
 async def test_explain_shows_the_out_of_tree_score() -> None:
-    env = Env(config(RECORDER_EVERYWHERE, [{"name": "Recorder", "args": {"preferNode": "n3"}}]))
+    env = harness(config(RECORDER_EVERYWHERE, [{"name": "Recorder", "args": {"preferNode": "n3"}}]))
     pod = make_pod("e").info()
     expl = explain_pod(env.scheduler.profiles["pyscheduler"], pod, env.scheduler.cache.fresh_snapshot())
     assert expl.best == ["n3"]
     scores = {v.node: dict(v.scores)["Recorder"] for v in expl.nodes}
     assert scores == {"n1": 0, "n2": 0, "n3": 500}
+
+
+@pytest.mark.parametrize("point", [pytest.param("PreFilter", id="pre-filter"), pytest.param("Filter", id="filter")])
+async def test_explain_shows_a_plugin_error_as_an_error(point: str) -> None:
+    """Issue 21: a plugin that raises fails the cycle. Explain says so with the scheduler's own message (the
+    FailedScheduling note the pod got), and runs no preemption dry run and no fix search after it."""
+    env = harness(config(RECORDER_EVERYWHERE))
+    bad = make_pod("bad").label("raise", point)
+    obj = bad.obj()
+    env.cluster.apply_pod(obj)
+    await env.settle()
+    cond = env.cluster.conditions[obj["metadata"]["uid"]]
+    assert cond.reason == "SchedulerError"
+    expl = explain_pod(env.scheduler.profiles["pyscheduler"], bad.info(), env.scheduler.cache.fresh_snapshot())
+    assert expl.error is not None and expl.error.plugin == "Recorder"
+    assert expl.message == cond.message
+    assert expl.preemption is None and expl.fixes == []
+    doc = expl.to_json()
+    assert doc["error"] == {"plugin": "Recorder", "message": cond.message}
+    text = render_text(expl)
+    assert "Error: plugin Recorder failed, so the whole scheduling cycle fails" in text
+    assert f"  {cond.message}" in text.splitlines()
+    assert "Preemption" not in text and "What would make it fit" not in text

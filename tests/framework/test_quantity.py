@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from scheduler.framework.quantity import QuantityError, milli_value_of, parse_quantity, value_of
+from scheduler.framework.quantity import QuantityError, milli_value_of, parse_quantity, quantity_string, value_of
 
 
 @pytest.mark.parametrize(
@@ -129,3 +129,63 @@ def test_extreme_but_exact(text: str, value: int, milli: int) -> None:
     """Tiny positive amounts still round up to one unit; zero is zero whatever the exponent."""
     assert value_of(text) == value
     assert milli_value_of(text) == milli
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        # Printed by resource.MustParse(text).String() of k8s.io/apimachinery v0.37.2.
+        pytest.param("1Gi", "1Gi", id="1Gi"),
+        pytest.param("1024Mi", "1Gi", id="1024Mi"),
+        pytest.param("1536Mi", "1536Mi", id="1536Mi"),
+        pytest.param("1500m", "1500m", id="1500m"),
+        pytest.param("1.5", "1500m", id="1.5"),
+        pytest.param("0.1", "100m", id="0.1"),
+        pytest.param("1000", "1k", id="1000"),
+        pytest.param("1k", "1k", id="1k"),
+        pytest.param("2048", "2048", id="2048"),
+        pytest.param("1e3", "1e3", id="1e3"),
+        pytest.param("1E3", "1E3", id="1E3"),
+        pytest.param("100m", "100m", id="100m"),
+        pytest.param("0", "0", id="0"),
+        pytest.param("1M", "1M", id="1M"),
+        pytest.param("1500", "1500", id="1500"),
+        pytest.param("0.5Ki", "512", id="0.5Ki"),
+        pytest.param("1023Ki", "1023Ki", id="1023Ki"),
+        pytest.param("-1Gi", "-1Gi", id="-1Gi"),
+        pytest.param("12e-1", "1200e-3", id="12e-1"),
+        pytest.param("1.0000000001", "1000000001n", id="1.0000000001"),
+        pytest.param("0.0001Ki", "102400u", id="0.0001Ki"),
+        pytest.param("1000000000000000000000", "1", id="1000000000000000000000"),
+        pytest.param("1000000000000000000002", "1000000000000000000002", id="1000000000000000000002"),
+        pytest.param("3Mi", "3Mi", id="3Mi"),
+        pytest.param("1025", "1025", id="1025"),
+        pytest.param("123456789", "123456789", id="123456789"),
+        pytest.param("7e9", "7e9", id="7e9"),
+        pytest.param("0.000001", "1u", id="0.000001"),
+        pytest.param("1u", "1u", id="1u"),
+        pytest.param("2n", "2n", id="2n"),
+        pytest.param("+2", "+2", id="+2"),
+        pytest.param("0012", "0012", id="0012"),
+        pytest.param("00", "0", id="00"),
+        pytest.param("0.50", "500m", id="0.50"),
+        pytest.param("2.5Gi", "2560Mi", id="2.5Gi"),
+        pytest.param("8Gi", "8Gi", id="8Gi"),
+        pytest.param("9Gi", "9Gi", id="9Gi"),
+        pytest.param("1.000", "1", id="1.000"),
+        pytest.param("10e3", "10e3", id="10e3"),
+        pytest.param("0.3", "300m", id="0.3"),
+        pytest.param("300m", "300m", id="300m"),
+        pytest.param("4", "4", id="4"),
+        pytest.param("250m", "250m", id="250m"),
+        pytest.param("1Ki", "1Ki", id="1Ki"),
+        pytest.param("1536", "1536", id="1536"),
+        pytest.param("1.5k", "1500", id="1.5k"),
+        pytest.param("100000", "100k", id="100000"),
+        pytest.param("1e-3", "1e-3", id="1e-3"),
+        pytest.param("5e-12", "1e-9", id="5e-12"),
+    ],
+)
+def test_quantity_string(text: str, want: str) -> None:
+    """Quantity.String() after ParseQuantity, as Go writes it back: kept text or canonical form, byte for byte."""
+    assert quantity_string(text) == want

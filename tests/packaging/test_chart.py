@@ -238,6 +238,19 @@ CLUSTER_RULES: set[Rule] = {
         for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments")
         for v in ("list", "watch")
     },
+    # DynamicResources: its informers, its claim writes, and the status writes (with the synthetic
+    # resourceclaims/binding subresource the API server checks for allocation and reservedFor changes).
+    *{
+        ("resource.k8s.io", r, v, None)
+        for r in ("resourceclaims", "resourceslices", "deviceclasses", "devicetaintrules")
+        for v in ("list", "watch")
+    },
+    *{("resource.k8s.io", "resourceclaims", v, None) for v in ("get", "create", "update", "delete")},
+    *{
+        ("resource.k8s.io", r, v, None)
+        for r in ("resourceclaims/status", "resourceclaims/binding")
+        for v in ("update", "patch")
+    },
 }
 
 
@@ -411,8 +424,12 @@ def test_deployment_wiring(helm: Path) -> None:
     assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 
     assert container["ports"] == [{"name": "https-metrics", "containerPort": PORT, "protocol": "TCP"}]
-    for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
+    for probe, path in (("startupProbe", "/readyz"), ("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
         assert container[probe]["httpGet"] == {"path": path, "port": "https-metrics", "scheme": "HTTPS"}
+    # The initial sync may take minutes on a big, slow cluster before liveness is probed at all.
+    startup = container["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 300
+    assert "--enable-debug-handlers" not in container["args"]
 
     config_mount = next(m for m in container["volumeMounts"] if m["mountPath"] == str(Path(CONFIG_PATH).parent))
     config_volume = next(v for v in pod["volumes"] if v["name"] == config_mount["name"])
@@ -425,6 +442,45 @@ def test_deployment_wiring(helm: Path) -> None:
     assert service["spec"]["ports"] == [
         {"name": "https-metrics", "port": PORT, "targetPort": "https-metrics", "protocol": "TCP"}
     ]
+
+
+MEASURED_PEAK_RSS_MIB = 562  # pyscheduler once synced at 5000 nodes x 30 pods (README, Benchmarks: startup)
+
+
+def _mebibytes(quantity: str) -> float:
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    for suffix, factor in units.items():
+        if quantity.endswith(suffix):
+            return float(quantity[: -len(suffix)]) * factor / 2**20
+    return float(quantity) / 2**20
+
+
+def test_default_memory_limit_fits_5000_nodes_with_headroom(helm: Path) -> None:
+    """The default limit is at least 1.5x the peak RSS measured at 5000 nodes x 30 pods (the README's
+    512Mi was below it); the request is below the limit."""
+    (container,) = only(render(helm), "Deployment")["spec"]["template"]["spec"]["containers"]
+    limit = _mebibytes(container["resources"]["limits"]["memory"])
+    assert limit >= 1.5 * MEASURED_PEAK_RSS_MIB
+    assert _mebibytes(container["resources"]["requests"]["memory"]) <= limit
+
+
+def test_debug_handlers_value(helm: Path) -> None:
+    """debugHandlers.enabled adds the flag and a ClusterRole for /debug/* (bound to the given subjects)."""
+    subjects = [{"kind": "Group", "name": "sre"}, {"kind": "ServiceAccount", "name": "oncall"}]
+    docs = render(helm, {"debugHandlers": {"enabled": True, "subjects": subjects}})
+    (container,) = only(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert "--enable-debug-handlers" in container["args"]
+    name = f"{fullname(RELEASE)}-debug-reader"
+    assert only(docs, "ClusterRole", name)["rules"] == [
+        {"nonResourceURLs": ["/debug/*"], "verbs": ["get"]},
+        {"nonResourceURLs": ["/debug/flags/v"], "verbs": ["put"]},
+    ]
+    binding = only(docs, "ClusterRoleBinding", name)
+    assert binding["subjects"] == [
+        {"kind": "Group", "name": "sre", "apiGroup": "rbac.authorization.k8s.io"},
+        {"kind": "ServiceAccount", "name": "oncall", "namespace": NAMESPACE},
+    ]
+    assert not [d for d in render(helm) if d["metadata"]["name"] == name]
 
 
 def test_serving_certificate_from_a_secret(helm: Path) -> None:
@@ -649,7 +705,14 @@ MONITORING = {
     "prometheusRule": {"enabled": True},
     "grafanaDashboard": {"enabled": True},
 }
-REQUIRED_ALERTS = {"PySchedulerDown", "PySchedulerPodsPendingTooLong", "PySchedulerBindErrors", "PySchedulerNoLeader"}
+REQUIRED_ALERTS = {
+    "PySchedulerDown",
+    "PySchedulerPodsPendingTooLong",
+    "PySchedulerBindErrors",
+    "PySchedulerNoLeader",
+    "PySchedulerSchedulingSlow",
+}
+RUNBOOKS = REPO / "docs" / "runbooks.md"
 
 
 def test_service_monitor(helm: Path) -> None:
@@ -661,10 +724,54 @@ def test_service_monitor(helm: Path) -> None:
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
     (endpoint,) = sm["spec"]["endpoints"]
     assert (endpoint["port"], endpoint["path"], endpoint["scheme"]) == ("https-metrics", "/metrics", "https")
-    # The scheduler's certificate is self-signed per start; Prometheus sends its own ServiceAccount token.
+    # The scheduler's certificate is self-signed per start; the token is prometheus-operator's current field,
+    # `authorization` from a Secret key (not the deprecated bearerTokenFile): the chart's scraper token.
     assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
-    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
-    assert "authorization" not in endpoint
+    assert "bearerTokenFile" not in endpoint
+    secret_name = f"{fullname(RELEASE)}-metrics-scraper-token"
+    assert endpoint["authorization"] == {"type": "Bearer", "credentials": {"name": secret_name, "key": "token"}}
+    secret = next(d for d in docs if d["kind"] == "Secret")
+    account = next(d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-scraper"))
+    assert secret["metadata"]["name"] == secret_name and secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["annotations"] == {"kubernetes.io/service-account.name": account["metadata"]["name"]}
+    assert secret["metadata"]["namespace"] == account["metadata"]["namespace"] == sm["metadata"]["namespace"]
+    binding = next(d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"].endswith("-scraper"))
+    assert binding["roleRef"]["name"] == f"{fullname(RELEASE)}-metrics-reader"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": NAMESPACE}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("service_monitor", "expected"),
+    [
+        pytest.param(
+            {"scraperToken": {"create": False}, "bearerTokenFile": "/var/run/token"},
+            {"bearerTokenFile": "/var/run/token"},
+            id="deprecated-file-only-when-asked",
+        ),
+        pytest.param({"scraperToken": {"create": False}}, {}, id="no-credential"),
+    ],
+)
+def test_service_monitor_credentials_without_the_scraper_token(
+    helm: Path, service_monitor: Doc, expected: Doc
+) -> None:
+    """Without the chart's scraper token: the deprecated bearerTokenFile only when given, else nothing."""
+    docs = render(helm, {"serviceMonitor": {"enabled": True, **service_monitor}})
+    (endpoint,) = only(docs, "ServiceMonitor")["spec"]["endpoints"]
+    assert {k: v for k, v in endpoint.items() if k in ("bearerTokenFile", "authorization")} == expected
+    assert not [d for d in docs if d["kind"] == "Secret"]
+
+
+def test_scraper_token_needs_the_metrics_reader(helm: Path) -> None:
+    """The scraper token binds the metrics-reader ClusterRole: without that role, rendering fails saying so."""
+    values = {"serviceMonitor": {"enabled": True}, "metricsReader": {"create": False}}
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as fh:
+        yaml.safe_dump(values, fh)
+        fh.flush()
+        result = _run(helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", fh.name)
+    assert result.returncode != 0
+    assert "serviceMonitor.scraperToken.create binds the metrics-reader ClusterRole" in result.stderr
 
 
 def test_service_monitor_with_a_ca_and_a_token_secret(helm: Path) -> None:
@@ -701,6 +808,10 @@ def test_prometheus_rule_alerts(helm: Path) -> None:
         assert selector in rule["expr"], rule
         assert rule["labels"]["severity"] in ("critical", "warning")
         assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+        # Every alert links its runbook: a section of docs/runbooks.md named after it.
+        base, _, anchor = rule["annotations"]["runbook_url"].partition("#")
+        assert base.endswith("/docs/runbooks.md") and anchor == rule["alert"].lower(), rule
+        assert f"\n## {rule['alert']}\n" in RUNBOOKS.read_text(encoding="utf-8"), rule["alert"]
         assert re.fullmatch(r"\d+[smh]", rule["for"]), rule
         assert rule["expr"].count("(") == rule["expr"].count(")"), rule
         assert rule["expr"].count("{") == rule["expr"].count("}"), rule

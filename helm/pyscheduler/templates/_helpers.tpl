@@ -128,3 +128,19 @@ The KubeSchedulerConfiguration, as YAML.
 -}}
 {{- toYaml $cfg }}
 {{- end }}
+
+{{/*
+RBAC subjects from a values list ({kind, name, namespace, apiGroup}): a ServiceAccount defaults to the release
+namespace, a User or Group to the rbac.authorization.k8s.io group. Call with (dict "subjects" LIST "root" $).
+*/}}
+{{- define "pyscheduler.rbacSubjects" -}}
+{{- range .subjects }}
+- kind: {{ .kind }}
+  name: {{ .name }}
+  {{- if eq .kind "ServiceAccount" }}
+  namespace: {{ default $.root.Release.Namespace .namespace }}
+  {{- else }}
+  apiGroup: {{ default "rbac.authorization.k8s.io" .apiGroup }}
+  {{- end }}
+{{- end }}
+{{- end }}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -117,6 +118,32 @@ def server_url_problem(server: str) -> str | None:
 
 class ClientConfigError(Exception):
     """The kubeconfig (or the in-cluster service account) could not be loaded."""
+
+
+_CONNECT_ERRNO_TEXT = {
+    errno.ECONNREFUSED: "connection refused (nothing listens there)",
+    errno.ECONNRESET: "connection reset",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ENETUNREACH: "network unreachable",
+    errno.ETIMEDOUT: "connection timed out",
+}
+
+
+def transport_error_text(exc: BaseException) -> str:
+    """A failed connection in words (aiohttp's own text shows `ssl:<ssl.SSLContext object at 0x...>`)."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return f"the server's certificate is not trusted ({exc.certificate_error})"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return f"cannot resolve host {exc.host}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        os_error = exc.os_error
+        why = _CONNECT_ERRNO_TEXT.get(os_error.errno or 0) or os_error.strerror or type(os_error).__name__
+        return f"cannot connect to {exc.host}:{exc.port}: {why}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection without answering"
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    return str(exc) or type(exc).__name__
 
 
 MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
@@ -235,6 +262,11 @@ class KubeClient:
                 await kube_config.load_kube_config(
                     config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
                 )
+            elif not os.environ.get("KUBERNETES_SERVICE_HOST"):
+                raise ClientConfigError(
+                    "no --kubeconfig given and not running in a pod of a cluster (KUBERNETES_SERVICE_HOST is not "
+                    "set): pass --kubeconfig PATH"
+                )
             else:
                 kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ClientConfigError:
@@ -325,7 +357,7 @@ class KubeClient:
                 refused = isinstance(exc, aiohttp.ClientConnectorError)
                 if attempt > self.max_retries or (retry == "never" and not refused):
                     self.stats.failures += 1
-                    raise ApiError(0, type(exc).__name__, f"{method} {path}: {exc or type(exc).__name__}") from exc
+                    raise ApiError(0, type(exc).__name__, f"{method} {path}: {transport_error_text(exc)}") from exc
                 await self._backoff(attempt, None, method, path, type(exc).__name__)
                 continue
             self._observe(method, str(status), sent)

@@ -214,14 +214,16 @@ class DebugHandlers:
         self.stats = stats
         self.limiter = limiter or ExpensiveCallLimiter()
 
-    def register(self, app: web.Application) -> None:
-        app.router.add_get("/debug/flags/v", self.get_v)
-        app.router.add_put("/debug/flags/v", self.put_v)
-        app.router.add_get("/debug/cache", self.limited(self.cache))
-        app.router.add_get("/debug/cache/compare", self.limited(self.compare))
-        app.router.add_get("/debug/explain/{namespace}/{name}", self.limited(self.explain))
+    def register(self, app: web.Application, wrap: Callable[[Handler], Handler] = lambda h: h) -> None:
+        """Add the routes; `wrap` runs each handler where the scheduler lives (run.py serves from another
+        loop and forwards them to the scheduling loop)."""
+        app.router.add_get("/debug/flags/v", wrap(self.get_v))
+        app.router.add_put("/debug/flags/v", wrap(self.put_v))
+        app.router.add_get("/debug/cache", wrap(self.limited(self.cache)))
+        app.router.add_get("/debug/cache/compare", wrap(self.limited(self.compare)))
+        app.router.add_get("/debug/explain/{namespace}/{name}", wrap(self.limited(self.explain)))
         if self.stats is not None:
-            app.router.add_get("/debug/pyscheduler/stats", self.get_stats)
+            app.router.add_get("/debug/pyscheduler/stats", wrap(self.get_stats))
 
     def limited(self, handler: Handler) -> Handler:
         """`handler` behind the shared limiter of expensive calls: 429 with Retry-After when refused."""

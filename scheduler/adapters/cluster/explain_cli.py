@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # imported when used: `explain --server` is one request and starts in a fraction of a second
+    from scheduler.adapters.cluster.client import ApiError
     from scheduler.config.types import SchedulerConfiguration
     from scheduler.core.explain import Explanation
 
@@ -189,6 +190,21 @@ def http_get(url: str, headers: dict[str, str], tls: ssl.SSLContext | None) -> t
         conn.close()
 
 
+def request_error_text(exc: BaseException, url: str) -> str:
+    """A failed request to the scheduler in words, as transport_error_text words aiohttp's (the client
+    module is imported here, on the error path only: it brings kopf and aiohttp)."""
+    from scheduler.adapters.cluster.client import _CONNECT_ERRNO_TEXT
+
+    parts = urlsplit(url)
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    if isinstance(exc, OSError) and exc.errno in _CONNECT_ERRNO_TEXT:
+        return f"cannot connect to {parts.hostname}:{parts.port}: {_CONNECT_ERRNO_TEXT[exc.errno]}"
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return "the server closed the connection without answering"
+    return str(exc) or type(exc).__name__
+
+
 async def from_server(
     server: str, namespace: str, name: str, output: str, access: ServerAccess | None = None
 ) -> str:
@@ -207,7 +223,10 @@ async def from_server(
             "--certificate-authority, or --insecure-skip-tls-verify for pyscheduler's self-signed certificate"
         ) from exc
     except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, not HTTP
-        raise ExplainError(f"{url}: {exc or type(exc).__name__}") from exc
+        raise ExplainError(
+            f"cannot reach the scheduler at {server}: {request_error_text(exc, url)} (is it running with "
+            "--enable-debug-handlers, and is the URL's port its --port, 10259 by default?)"
+        ) from exc
     if status == 401:
         how = "the token was not accepted" if headers else "no credential was sent"
         raise ExplainError(
@@ -232,6 +251,48 @@ async def from_server(
     return body.rstrip("\n")
 
 
+def no_kubeconfig_text() -> str:
+    """Why no credentials were found, and what to pass (instead of the in-cluster loader's "Service host/port
+    is not set.", which says nothing to someone at a shell)."""
+    listed = os.environ.get("KUBECONFIG")
+    where = (
+        f"$KUBECONFIG names no existing file ({listed})"
+        if listed
+        else f"$KUBECONFIG is not set and {os.path.expanduser('~/.kube/config')} does not exist"
+    )
+    return (
+        f"no kubeconfig: --kubeconfig is not given, {where}, and this is not a pod in a cluster "
+        "(KUBERNETES_SERVICE_HOST is not set). Pass --kubeconfig PATH (or set KUBECONFIG), or explain a pod "
+        "of a dump offline with `pyscheduler simulate DUMP.yaml --explain NS/NAME`"
+    )
+
+
+def api_failure_text(exc: ApiError, server: str, kubeconfig: str | None, context: str | None) -> str:
+    """What went wrong talking to the API server, with where the address and credentials came from."""
+    from scheduler.adapters.cluster.client import transport_error_text
+    source = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster configuration"
+    if context:
+        source += f", context {context}"
+    if exc.status == 0:
+        cause = exc.__cause__
+        why = transport_error_text(cause) if cause is not None else exc.message
+        return (
+            f"cannot reach the API server {server} ({source}): {why}. Is the cluster running, and is this the "
+            "right kubeconfig and context?"
+        )
+    if exc.status == 401:
+        return (
+            f"the API server {server} did not accept the credentials of {source} (401 Unauthorized): log in "
+            "again, or pick another --context"
+        )
+    if exc.status == 403:
+        return (
+            f"the API server {server} refused ({source}): 403 {exc.message} (explain needs get on the pod and "
+            "list on nodes, pods and the objects its plugins read)"
+        )
+    return f"the API server {server} answered {exc.status} {exc.reason}: {exc.message}"
+
+
 async def explain_from_api(
     config: SchedulerConfiguration, kubeconfig: str | None, namespace: str, name: str, context: str | None = None
 ) -> Explanation:
@@ -249,8 +310,11 @@ async def explain_from_api(
     from scheduler.framework.objects import KINDS
     from scheduler.framework.types import ParseError, parse_pod
 
+    kubeconfig = kubeconfig or (config.client_connection.kubeconfig or None)
+    if kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        raise ExplainError(no_kubeconfig_text(), EXIT_USAGE)
     client = await KubeClient.create(
-        kubeconfig or (config.client_connection.kubeconfig or None),
+        kubeconfig,
         qps=config.client_connection.qps,
         burst=config.client_connection.burst,
         context=context,
@@ -286,7 +350,7 @@ async def explain_from_api(
             del nodes, others
             await pods()
     except ApiError as exc:
-        raise ExplainError(f"the API server answered {exc.status}: {exc.message}") from exc
+        raise ExplainError(api_failure_text(exc, str(client.configuration.host), kubeconfig, context)) from exc
     finally:
         await client.close()
     try:

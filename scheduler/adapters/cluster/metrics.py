@@ -134,6 +134,27 @@ class SchedulerMetrics(Observer):
             ["operation"],
             registry=registry,
         )
+        # DynamicResources' (registered with DRAExtendedResource and DRADeviceBindingConditions, both on).
+        self.resource_claim_creates = Counter(
+            "dynamic_resource_allocation_resourceclaim_creates",
+            "Number of ResourceClaims creation requests, categorized by creation status, admin access, and "
+            "owning API group and kind (either Pod or scheduling.k8s.io/PodGroup)",
+            ["status", "admin_access", "owner_api_group", "owner_api_kind"],
+            registry=registry,
+        )
+        self.dra_binding_conditions_allocations = Counter(
+            "scheduler_dra_bindingconditions_allocations",
+            "Number of allocations using devices with BindingConditions, counted per driver per scheduling attempt",
+            ["profile", "driver", "status"],
+            registry=registry,
+        )
+        self.dra_binding_conditions_wait_seconds = Histogram(
+            "scheduler_dra_bindingconditions_wait_duration_seconds",
+            "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
+            ["profile", "driver", "status"],
+            buckets=exponential_buckets(0.1, 2, 14),
+            registry=registry,
+        )
         self.rest_requests = Counter(
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -170,6 +191,13 @@ class SchedulerMetrics(Observer):
             "pyscheduler_plugin_errors",
             "Plugin calls that raised or returned something malformed (that pod's attempt failed), by plugin and "
             "extension point.",
+            ["plugin", "extension_point"],
+            registry=registry,
+        )
+        self.plugin_long_calls = Counter(
+            "pyscheduler_plugin_long_calls",
+            "Plugin calls found blocking the scheduling loop for over a second, by plugin and extension point "
+            "(each one stalls every pod behind it; leader election and the probes run on their own loop).",
             ["plugin", "extension_point"],
             registry=registry,
         )
@@ -220,6 +248,15 @@ class SchedulerMetrics(Observer):
     def volume_scheduling_stage_error(self, operation: str) -> None:
         self.volume_stage_errors.labels(operation).inc()
 
+    def resource_claim_create(self, status: str) -> None:
+        self.resource_claim_creates.labels(status, "false", "", "Pod").inc()
+
+    def dra_binding_conditions_wait(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        self.dra_binding_conditions_wait_seconds.labels(profile, driver, status).observe(seconds)
+
+    def dra_binding_conditions_allocation(self, profile: str, driver: str, status: str) -> None:
+        self.dra_binding_conditions_allocations.labels(profile, driver, status).inc()
+
     def binding(self, seconds: float, ok: bool) -> None:
         if not ok:
             self.bind_errors.inc()
@@ -232,6 +269,10 @@ class SchedulerMetrics(Observer):
 
     def plugin_error(self, plugin: str, point: str) -> None:
         self.plugin_errors.labels(plugin, point).inc()
+
+    def plugin_long_call(self, plugin: str, point: str) -> None:
+        """From the stall monitor's thread (prometheus_client's counters are thread-safe)."""
+        self.plugin_long_calls.labels(plugin, point).inc()
 
     def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
         """rest_client_requests_total and rest_client_request_duration_seconds for one API call."""

@@ -1,19 +1,24 @@
 """`pyscheduler run`: the scheduler against a live cluster, with health/metrics endpoints and clean shutdown.
 
-Task layout (all in one event loop):
+Task layout, on the scheduling loop (the main thread; plugins and the cache live here):
   writer-N        ClusterWriter workers (events, PodScheduled patches)
   cache-sync      initial LIST ("caches synced"), then periodic resync
   pod-watch       PodWatch: the pods WATCH from the initial LIST's resourceVersion (relists on 410)
   informer-KIND   ObjectInformer: LIST+WATCH of each other kind the enabled plugins read (Namespaces, PVCs...)
   scheduling      waits for caches synced, kopf's node watch LISTed and leadership, then Scheduler.run
   watch-watchdog  opens that node-watch gate (readiness too), then ends the process if a kopf watcher dies
-  leader-election LeaseElector (leaderElection.leaderElect): campaigns, then renews; ends the process if lost
   kopf-operator   kopf's node watch (spawned last: kopf cancels tasks created after it started)
-and an aiohttp server for /healthz /livez /readyz /metrics /configz (+ /debug/* with --enable-debug-handlers):
-HTTPS with delegated authentication and authorization like kube-scheduler's secure port (serving/), or
-plain HTTP with no checks under --insecure-serving. The TokenReviews and SubjectAccessReviews go through a
-client of their own (own rate limit and connections, 10 s bound), so checking a scraper never waits behind
-binds and a slow API answer delays only that HTTP request, never the scheduling loop.
+and on the control loop (a thread of its own, control_loop.py), so that a plugin blocking the scheduling
+loop cannot cost the lease or the probes, each with a proxy task on the scheduling loop that supervises it:
+  leader-election LeaseElector (leaderElection.leaderElect, its own client): campaigns, then renews; ends the
+                  process if lost
+  stall-monitor   StallMonitor: logs and counts the plugin call that blocks the scheduling loop
+  the aiohttp server for /healthz /livez /readyz /metrics /configz (+ /debug/* with --enable-debug-handlers,
+                  which run on the scheduling loop: they read the cache): HTTPS with delegated authentication
+                  and authorization like kube-scheduler's secure port (serving/), or plain HTTP with no checks
+                  under --insecure-serving. The TokenReviews and SubjectAccessReviews go through a client of
+                  their own (own rate limit and connections, 10 s bound), so checking a scraper never waits
+                  behind binds.
 
 Every task is supervised: if one ends while we are not stopping, the process logs it and exits non-zero so
 Kubernetes restarts it rather than leaving it half-alive. SIGTERM/SIGINT stop scheduling, wait for in-flight
@@ -29,8 +34,10 @@ import functools
 import json
 import logging
 import signal
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -41,6 +48,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from scheduler.adapters.cluster.client import KubeClient
+from scheduler.adapters.cluster.control_loop import ControlLoop, on_loop
 from scheduler.adapters.cluster.debug import DebugHandlers, pod_getter, signal_comparer
 from scheduler.adapters.cluster.informers import ObjectInformer
 from scheduler.adapters.cluster.leader import LeaseElector
@@ -50,9 +58,10 @@ from scheduler.adapters.cluster.serving.authn import REVIEW_TIMEOUT, DelegatingA
 from scheduler.adapters.cluster.serving.authz import DelegatingAuthorizer, subject_access_reviewer
 from scheduler.adapters.cluster.serving.guard import guard
 from scheduler.adapters.cluster.serving.options import Serving, ServingOptions, prepare_serving
+from scheduler.adapters.cluster.stall_monitor import StallMonitor
 from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, ClusterWatcher
 from scheduler.adapters.cluster.writer import ClusterWriter
-from scheduler.config.types import SchedulerConfiguration
+from scheduler.config.types import LeaderElection, SchedulerConfiguration
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.observer import Observer
@@ -63,6 +72,8 @@ LOOP_STALL_SECONDS = 60.0
 SHUTDOWN_BIND_TIMEOUT = 30.0
 SHUTDOWN_WRITE_TIMEOUT = 5.0
 KOPF_STOP_TIMEOUT = 15.0
+DEBUG_HANDLER_TIMEOUT = 60.0
+"""A /debug/* request waits this long for the scheduling loop (where it runs) before answering 503."""
 # The delegated authn/authz client's limits: upstream's delegating clients use qps 200 / burst 400 "since this
 # will effectively limit API server responsiveness"; one retry, and every review bounded by REVIEW_TIMEOUT.
 AUTH_QPS = 200.0
@@ -210,6 +221,78 @@ def build_app(
     return app
 
 
+@dataclass(frozen=True)
+class _App:
+    """What the HTTP server is made of (built on the control loop by `_serve`)."""
+
+    health: Health
+    config: SchedulerConfiguration
+    registry: CollectorRegistry
+    serving: Serving
+    metrics: SchedulerMetrics
+    client: KubeClient
+    debug: DebugHandlers | None
+    scheduling_loop: asyncio.AbstractEventLoop
+
+
+async def _serve(parts: _App) -> tuple[web.AppRunner, KubeClient | None]:
+    """On the control loop: the secure port's client and guard, the app, listening. Debug handlers read the
+    cache, so they are forwarded to the scheduling loop; everything else answers from here."""
+    serving = parts.serving
+    auth_client: KubeClient | None = None
+    middlewares: list[Any] = []
+    if serving.secure:
+        auth_client = KubeClient(
+            parts.client.configuration,
+            qps=AUTH_QPS,
+            burst=AUTH_BURST,
+            request_timeout=REVIEW_TIMEOUT,
+            max_retries=AUTH_MAX_RETRIES,
+        )
+        auth_client.request_observer = parts.metrics.rest_request
+        authenticator = DelegatingAuthenticator(token_reviewer(auth_client))
+        authorizer = DelegatingAuthorizer(subject_access_reviewer(auth_client), serving.always_allow)
+        middlewares.append(guard(authenticator, authorizer))
+    else:
+        log.warning("--insecure-serving: plain HTTP, no authentication, no authorization; for local debugging only")
+    app = build_app(parts.health, parts.config, parts.registry, middlewares=middlewares)
+    if parts.debug is not None:
+        parts.debug.register(app, wrap=lambda h: on_loop(parts.scheduling_loop, h, DEBUG_HANDLER_TIMEOUT))
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, serving.bind_address, serving.port, ssl_context=serving.ssl_context)
+        await site.start()
+    except BaseException:
+        await _close(runner, auth_client, None)
+        raise
+    return runner, auth_client
+
+
+async def _close(runner: web.AppRunner | None, *clients: KubeClient | None) -> None:
+    """On the control loop: stop serving, close the clients made there."""
+    if runner is not None:
+        with contextlib.suppress(Exception):
+            await runner.cleanup()
+    for c in clients:
+        if c is not None:
+            with contextlib.suppress(Exception):
+                await c.close()
+
+
+async def _lease_elector(client: KubeClient, config: LeaderElection) -> tuple[KubeClient, LeaseElector]:
+    """On the control loop: leader election with a client of its own, whose connections belong to that loop
+    (kube-scheduler gives leader election its own client too)."""
+    lease_client = KubeClient(client.configuration, qps=client.limiter.qps, burst=client.limiter.burst)
+    lease_client.request_observer = client.request_observer
+    return lease_client, LeaseElector.for_cluster(lease_client, config)
+
+
+async def _leading(control: ControlLoop, elector: LeaseElector) -> None:
+    """The LeaderGate of an elector on the control loop: returns once it leads (or the process stops)."""
+    await control.call(elector.wait_leading(control.stopping))
+
+
 async def run(
     config: SchedulerConfiguration,
     kubeconfig: str | None,
@@ -238,14 +321,7 @@ async def run(
         burst=config.client_connection.burst,
     )
     writer = ClusterWriter(client)
-    elector: LeaseElector | None = None
-    if config.leader_election.leader_elect and leader_gate is always_leader:
-        elector = LeaseElector.for_cluster(client, config.leader_election)
-        writer.bind_guard = elector.bind_allowance  # no bind is sent once leadership may be lost
-        leader_gate = functools.partial(elector.wait_leading, stop)
     metrics = observer if isinstance(observer, SchedulerMetrics) else SchedulerMetrics(CollectorRegistry())
-    if elector is not None:  # the lease itself, read at scrape time; not when scheduling starts (caches may lag)
-        metrics.leader.set_function(lambda: 1.0 if elector.is_leader() else 0.0)
     client.request_observer = metrics.rest_request
     scheduler = build_scheduler(writer, config, observer=observer or metrics)
     registry = metrics_registry(scheduler, metrics)
@@ -254,6 +330,19 @@ async def run(
     kinds = sorted({kind for fwk in scheduler.profiles.values() for kind in fwk.object_kinds()})
     informers = [ObjectInformer(kind, scheduler, client, resync_period=resync_period) for kind in kinds]
     health.informers = informers
+    # Leader election and the HTTP server run on a loop of their own: a plugin blocking this loop cannot
+    # cost the lease or the probes (control_loop.py).
+    control = ControlLoop()
+    control.start()
+    elector: LeaseElector | None = None
+    lease_client: KubeClient | None = None
+    if config.leader_election.leader_elect and leader_gate is always_leader:
+        lease_client, elected = await control.call(_lease_elector(client, config.leader_election))
+        writer.bind_guard = elected.bind_allowance  # no bind is sent once leadership may be lost
+        leader_gate = functools.partial(_leading, control, elected)
+        elector = elected
+    if elector is not None:  # the lease itself, read at scrape time; not when scheduling starts (caches may lag)
+        metrics.leader.set_function(lambda: 1.0 if elector.is_leader() else 0.0)
 
     def stats() -> dict[str, Any]:
         return {
@@ -269,36 +358,19 @@ async def run(
             "leader_election": elector.describe() if elector is not None else None,
         }
 
-    auth_client: KubeClient | None = None
-    middlewares: list[Any] = []
-    if serving.secure:
-        auth_client = KubeClient(
-            client.configuration,
-            qps=AUTH_QPS,
-            burst=AUTH_BURST,
-            request_timeout=REVIEW_TIMEOUT,
-            max_retries=AUTH_MAX_RETRIES,
-        )
-        auth_client.request_observer = metrics.rest_request
-        authenticator = DelegatingAuthenticator(token_reviewer(auth_client))
-        authorizer = DelegatingAuthorizer(subject_access_reviewer(auth_client), serving.always_allow)
-        middlewares.append(guard(authenticator, authorizer))
-    else:
-        log.warning("--insecure-serving: plain HTTP, no authentication, no authorization; for local debugging only")
-    app = build_app(health, config, registry, middlewares=middlewares)
+    debug: DebugHandlers | None = None
     if debug_handlers:  # --enable-debug-handlers: /debug/flags/v, /debug/cache[/compare], /debug/explain, stats
-        handlers = DebugHandlers(scheduler, watcher.list_cluster, pod_getter(client), stats=lambda: jsonable(stats()))
-        handlers.register(app)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
+        debug = DebugHandlers(scheduler, watcher.list_cluster, pod_getter(client), stats=lambda: jsonable(stats()))
+    runner: web.AppRunner | None = None
+    auth_client: KubeClient | None = None
     tasks: dict[asyncio.Task[Any], str] = {}
     kopf_stop = asyncio.Event()
     kopf_task: asyncio.Task[None] | None = None
     scheduling_task: asyncio.Task[None] | None = None
     code = 0
     try:
-        site = web.TCPSite(runner, serving.bind_address, serving.port, ssl_context=serving.ssl_context)
-        await site.start()
+        app_parts = _App(health, config, registry, serving, metrics, client, debug, loop)
+        runner, auth_client = await control.call(_serve(app_parts))
         log.info(
             "serving health and metrics",
             extra={
@@ -339,8 +411,11 @@ async def run(
             name = f"informer-{informer.kind}"
             tasks[loop.create_task(informer.run(stop), name=name)] = name
         if elector is not None:
-            elector_task = loop.create_task(elector.run(stop), name="leader-election")
+            elector_task = loop.create_task(control.call(elector.run(control.stopping)), name="leader-election")
             tasks[elector_task] = "leader-election"
+        plugins = [p for fwk in scheduler.profiles.values() for p in fwk.plugins.values()]
+        monitor = StallMonitor(loop, threading.get_ident(), plugins, metrics.plugin_long_call)
+        tasks[loop.create_task(control.call(monitor.run(control.stopping)), name="stall-monitor")] = "stall-monitor"
         # Last: kopf treats every task created after this point as its own (see ClusterWatcher.start_kopf).
         kopf_task = await watcher.start_kopf(kopf_stop)
         health.kopf_task = kopf_task
@@ -374,18 +449,25 @@ async def run(
             stop.set()
     finally:
         stop.set()
+        control.set_stopping()
         if scheduling_task is not None and not health.scheduling_started:
             # Still waiting for caches (e.g. a refused LIST) or leadership: no bind to drain, nothing to wait for.
             scheduling_task.cancel()
             await asyncio.gather(scheduling_task, return_exceptions=True)
         if elector is None:
             metrics.leader.set(0)
-        release = elector.release if elector is not None else None
+        release: Callable[[], Awaitable[None]] | None = None
+        if elector is not None:
+            leader = elector
+
+            async def release_lease() -> None:
+                await control.call(leader.release())
+
+            release = release_lease
         await _shutdown(scheduler, scheduling_task, writer, tasks, kopf_stop, kopf_task, release)
         with contextlib.suppress(Exception):
-            await runner.cleanup()
-        if auth_client is not None:
-            await auth_client.close()
+            await control.call(_close(runner, auth_client, lease_client))
+        await control.stop()
         await client.close()
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2):

@@ -46,7 +46,8 @@ def node_update_action(old: NodeRecord, new: NodeRecord) -> ActionType:
     """The ActionType flags of a node update, as upstream's NodeSchedulingPropertiesChange computes them.
 
     allocatable -> UPDATE_NODE_ALLOCATABLE, labels -> UPDATE_NODE_LABEL, taints or spec.unschedulable ->
-    UPDATE_NODE_TAINT (upstream files a cordon under the taint flag too). An empty flag means nothing a
+    UPDATE_NODE_TAINT (upstream files a cordon under the taint flag too), status.declaredFeatures ->
+    UPDATE_NODE_DECLARED_FEATURE (the NodeDeclaredFeatures gate is GA in v1.37). An empty flag means nothing a
     Filter can react to changed (e.g. only images or the resourceVersion): upstream sends no event then.
     Images have no flag upstream because only ImageLocality (a Score plugin, which never rejects) reads them.
     """
@@ -57,6 +58,8 @@ def node_update_action(old: NodeRecord, new: NodeRecord) -> ActionType:
         action |= ActionType.UPDATE_NODE_LABEL
     if old.taints != new.taints or old.unschedulable != new.unschedulable:
         action |= ActionType.UPDATE_NODE_TAINT
+    if old.declared_features != new.declared_features:
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action
 
 

@@ -1,12 +1,14 @@
 """The scheduling queue: activeQ, backoffQ, unschedulable pods and gated pods (upstream scheduling_queue.go).
 
-- **activeQ**: a heap in QueueSort order (`sort_key(priority, timestamp, seq)`); `pop()` takes its head.
+- **activeQ**: a heap in QueueSort order: the in-tree sort's heap key `sort_key(priority, timestamp, seq)`,
+  or an out-of-tree plugin's `less(a, b)` on the QueuedPodInfos; `pop()` takes its head.
 - **backoffQ**: a heap by backoff expiry; `flush_backoff_completed()` moves expired pods to activeQ.
   Backoff is `initial * 2^(attempts-1)` capped at `max` (1, 2, 4, 8, 10, 10... s by default), counted from
   the time the pod came back from its last attempt.
 - **unschedulable**: pods rejected by plugins; they leave only when a cluster event one of their rejecting
-  plugins registered for arrives (`move_all_to_active_or_backoff`), when the pod itself changes, or after
-  `max_unschedulable_seconds` (`flush_unschedulable_leftover`, upstream's 5 min).
+  plugins registered for arrives and its QueueingHint (if any) says QUEUE (`move_all_to_active_or_backoff`),
+  when the pod itself changes, or after `max_unschedulable_seconds` (`flush_unschedulable_leftover`,
+  upstream's 5 min).
 - **gated**: pods a PreEnqueue check rejected (e.g. scheduling gates); upstream keeps them in
   unschedulablePods flagged Gated and reports them as `pending_pods{queue="gated"}`.
 
@@ -23,13 +25,12 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from scheduler.framework.interface import WILDCARD, ClusterEvent
+from scheduler.framework.interface import WILDCARD, ClusterEvent, ClusterEventWithHint, QueueingHint, QueueingHintFn
 from scheduler.framework.status import Status, is_success
-from scheduler.framework.types import PodInfo
+from scheduler.framework.types import PodInfo, QueuedPodInfo
 
 ACTIVE = "active"
 BACKOFF = "backoff"
@@ -46,6 +47,10 @@ EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 EVENT_FORCE_ACTIVATE = "ForceActivate"
 
 SortKeyFn = Callable[[int, float, int], tuple[Any, ...]]
+LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+HintErrorFn = Callable[[str, BaseException], None]
+"""Told (plugin, exception) when a QueueingHint function raised; the pod is queued as if it said QUEUE."""
+Registrations = Mapping[str, Sequence[ClusterEvent | ClusterEventWithHint]]
 PreEnqueueFn = Callable[[PodInfo], Status | None]
 _Entry = tuple[Any, int, str]  # (sort key or expiry, seq, uid); seq is unique so uid is never compared
 
@@ -58,34 +63,36 @@ def event_label(event: ClusterEvent) -> str:
     return event.resource + "".join(part.capitalize() for part in name.split("_"))
 
 
-@dataclass(slots=True, eq=False)
-class QueuedPodInfo:
-    """A pod in the queue with its scheduling history (upstream framework.QueuedPodInfo)."""
+class _ByLess:
+    """A heap key ordered by a QueueSort plugin's `less`; equal pods keep their arrival order (seq). Its
+    equality is identity, so a heap entry (key, seq, uid) compares keys with `<` only."""
 
-    pod: PodInfo
-    timestamp: float  # last time it entered the queue (first add, or return from an attempt)
-    # First time it entered activeQ (start of the SLI metric); -1.0 until then, always set once popped.
-    initial_attempt_timestamp: float = -1.0
-    attempts: int = 0
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    gated: bool = False
-    gating_plugin: str = ""  # the PreEnqueue plugin that gated it
-    gating_message: str = ""
+    __slots__ = ("less", "qpi", "seq")
 
-    @property
-    def uid(self) -> str:
-        return self.pod.uid
+    def __init__(self, less: LessFn, qpi: QueuedPodInfo, seq: int) -> None:
+        self.less = less
+        self.qpi = qpi
+        self.seq = seq
 
-    def rejectors(self) -> set[str]:
-        """Plugins whose rejection keeps the pod out: unschedulable and pending plugins together."""
-        return self.unschedulable_plugins | self.pending_plugins
+    def __lt__(self, other: _ByLess) -> bool:
+        if self.less(self.qpi, other.qpi):
+            return True
+        if self.less(other.qpi, self.qpi):
+            return False
+        return self.seq < other.seq
 
 
 def _pod_updated(old: PodInfo, new: PodInfo) -> bool:
     """Whether an update may change the scheduling result (upstream isPodUpdated: spec or metadata, not
-    status or resourceVersion). Spec is compared by fingerprint, metadata by labels."""
-    return old.spec_fingerprint != new.spec_fingerprint or old.labels != new.labels
+    status or resourceVersion). Spec is compared by fingerprint, metadata by labels. Of the status, only the
+    claims generated for the pod count (upstream's UpdatePodGeneratedResourceClaim, which DynamicResources
+    queues the pod for)."""
+    return (
+        old.spec_fingerprint != new.spec_fingerprint
+        or old.labels != new.labels
+        or old.resource_claim_statuses != new.resource_claim_statuses
+        or old.extended_resource_claim != new.extended_resource_claim
+    )
 
 
 class SchedulingQueue:
@@ -99,8 +106,14 @@ class SchedulingQueue:
         max_backoff: float = 10.0,
         max_unschedulable_seconds: float = 300.0,
         pre_enqueue: PreEnqueueFn | None = None,
+        *,
+        less: LessFn | None = None,
+        hint_error: HintErrorFn | None = None,
     ) -> None:
+        """`less`, when given, orders activeQ instead of `sort_key_fn` (an out-of-tree QueueSort plugin)."""
         self._sort_key = sort_key_fn
+        self._less = less
+        self._hint_error = hint_error
         self._clock = clock
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -130,7 +143,10 @@ class SchedulingQueue:
 
     def _push_active(self, qpi: QueuedPodInfo) -> None:
         seq = next(self._seq)
-        entry: _Entry = (self._sort_key(qpi.pod.priority, qpi.timestamp, seq), seq, qpi.uid)
+        key = _ByLess(self._less, qpi, seq) if self._less is not None else self._sort_key(
+            qpi.pod.priority, qpi.timestamp, seq
+        )
+        entry: _Entry = (key, seq, qpi.uid)
         self._active[qpi.uid] = qpi
         self._active_entries[qpi.uid] = entry
         heapq.heappush(self._active_heap, entry)
@@ -363,39 +379,71 @@ class SchedulingQueue:
     # -----------------------------------------------------------------------------------------------------
     # Cluster events and flushes
 
-    @staticmethod
     def _interested(
-        plugins: Iterable[str], event: ClusterEvent, plugin_events: Mapping[str, list[ClusterEvent]]
+        self,
+        pod: PodInfo,
+        plugins: Iterable[str],
+        event: ClusterEvent,
+        plugin_events: Registrations,
+        old: Any,
+        new: Any,
     ) -> bool:
-        """Whether any of the plugins registered an event matching this one. A plugin absent from the map
-        registered nothing specific, so any event concerns it (upstream: plugins without EnqueueExtensions
-        get all events)."""
+        """Whether the event may help a pod these plugins rejected: one of them registered a matching event
+        whose QueueingHint (if any) says QUEUE. A plugin absent from the map registered nothing specific,
+        so any event concerns it (upstream: plugins without EnqueueExtensions get all events)."""
         for plugin in plugins:
             registered = plugin_events.get(plugin)
-            if registered is None or any(event.matches(r) for r in registered):
+            if registered is None:
                 return True
+            for r in registered:
+                if isinstance(r, ClusterEventWithHint):
+                    if event.matches(r.event) and (r.hint is None or self._queue_hint(plugin, r.hint, pod, old, new)):
+                        return True
+                elif event.matches(r):
+                    return True
         return False
 
+    def _queue_hint(self, plugin: str, hint: QueueingHintFn, pod: PodInfo, old: Any, new: Any) -> bool:
+        """A plugin's QueueingHint: anything but QUEUE_SKIP queues, and so does a hint that raises."""
+        try:
+            return hint(pod, old, new) != QueueingHint.QUEUE_SKIP
+        except Exception as exc:
+            if self._hint_error is not None:
+                self._hint_error(plugin, exc)
+            return True
+
     def move_all_to_active_or_backoff(
-        self, event: ClusterEvent, plugin_events: Mapping[str, list[ClusterEvent]]
+        self,
+        event: ClusterEvent,
+        plugin_events: Registrations,
+        *,
+        old: Any = None,
+        new: Any = None,
+        pre_check: Callable[[PodInfo], bool] | None = None,
     ) -> int:
         """A cluster event happened: move the unschedulable pods it may help; return how many moved.
 
-        An unschedulable pod moves when one of its rejecting plugins registered a matching event, or when it
-        has no rejecting plugin; a wildcard event (e.g. UnschedulableTimeout) moves all. Gated pods re-run
-        PreEnqueue when their gating plugin is interested. Pods in flight now will requeue to backoffQ.
+        An unschedulable pod moves when one of its rejecting plugins registered a matching event (and its
+        QueueingHint for `old`/`new` says QUEUE), or when it has no rejecting plugin; a wildcard event
+        (e.g. UnschedulableTimeout) moves all. Gated pods re-run PreEnqueue when their gating plugin is
+        interested. `pre_check(pod)` False keeps a pod where it is (upstream's preCheck). Pods in flight now
+        will requeue to backoffQ.
         """
         label = event_label(event)
         wildcard = event.resource == WILDCARD
         moved = 0
         for uid, qpi in list(self._unschedulable.items()):
+            if pre_check is not None and not pre_check(qpi.pod):
+                continue
             rejectors = qpi.rejectors()
-            if wildcard or not rejectors or self._interested(rejectors, event, plugin_events):
+            if wildcard or not rejectors or self._interested(qpi.pod, rejectors, event, plugin_events, old, new):
                 del self._unschedulable[uid]
                 self._requeue(qpi, label)
                 moved += 1
         for qpi in list(self._gated.values()):
-            if not (wildcard or self._interested([qpi.gating_plugin], event, plugin_events)):
+            if pre_check is not None and not pre_check(qpi.pod):
+                continue
+            if not (wildcard or self._interested(qpi.pod, [qpi.gating_plugin], event, plugin_events, old, new)):
                 continue
             if self._requeue(qpi, label) != GATED:
                 moved += 1

@@ -1,4 +1,5 @@
-"""CostScore through pyscheduler's real framework and in-memory cluster (no API server needed)."""
+"""CostScore through pyscheduler's real scheduler in memory (scheduler.testing's harness: no API server),
+using only the public face: scheduler.framework and scheduler.testing."""
 
 from __future__ import annotations
 
@@ -7,44 +8,26 @@ from typing import Any
 import pytest
 from pyscheduler_cost_score import DEFAULT_LABEL, CostScore, CostScoreArgs
 
-from scheduler.adapters.memory import MemoryCluster
-from scheduler.config.errors import ConfigError
-from scheduler.config.load import load_config
-from scheduler.core.clock import FakeClock
-from scheduler.core.profile import build_scheduler
-from scheduler.plugins.registry import PluginRegistry
-from scheduler.testing import make_node, make_pod
+from scheduler.testing import SchedulerHarness, configuration, make_node, make_pod
 
 
-def registry() -> PluginRegistry:
-    return PluginRegistry.with_out_of_tree(["pyscheduler_cost_score:CostScore"], entry_points=False)
-
-
-def config(args: dict[str, Any] | None = None, weight: int = 10) -> dict[str, Any]:
-    profile: dict[str, Any] = {
-        "schedulerName": "pyscheduler",
-        "plugins": {"multiPoint": {"enabled": [{"name": "CostScore", "weight": weight}]}},
-    }
-    if args is not None:
-        profile["pluginConfig"] = [{"name": "CostScore", "args": args}]
-    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [profile]}
+def harness(args: dict[str, Any] | None = None, weight: int = 10) -> SchedulerHarness:
+    """pyscheduler's scheduler in memory with CostScore enabled (a bad config raises a ValueError)."""
+    plugins = {"multiPoint": {"enabled": [{"name": "CostScore", "weight": weight}]}}
+    config = configuration(plugins, {"CostScore": args} if args is not None else None)
+    return SchedulerHarness(config, plugins=[CostScore])
 
 
 async def place(nodes: dict[str, str | None], args: dict[str, Any] | None = None) -> str | None:
-    reg = registry()
-    cfg = load_config(config(args), reg.keys(), reg.parse_args, implements=reg.implements)
-    cluster, clock = MemoryCluster(), FakeClock()
-    sched = build_scheduler(cluster, cfg, clock=clock, seed=0, registry=reg)
-    cluster.attach(sched)
+    h = harness(args)
     for name, cost in nodes.items():
         node = make_node(name)
         if cost is not None:
             node.label(DEFAULT_LABEL, cost)
-        cluster.apply_node(node.obj())
-    pod = make_pod("p").obj()
-    cluster.apply_pod(pod)
-    await sched.run_until_idle(advance=clock.advance_to)
-    return cluster.node_of(pod["metadata"]["uid"])
+        h.add(node)
+    pod = h.add_pod(make_pod("p"))
+    await h.settle()
+    return h.node_of(pod)
 
 
 @pytest.mark.parametrize(
@@ -72,9 +55,8 @@ async def test_default_cost_makes_unlabelled_nodes_cheap() -> None:
     ],
 )
 def test_bad_args_name_the_field(args: dict[str, Any], message: str) -> None:
-    reg = registry()
-    with pytest.raises(ConfigError, match=rf"profiles\[0\]\.pluginConfig\[0\]\.args: {message}"):
-        load_config(config(args), reg.keys(), reg.parse_args, implements=reg.implements)
+    with pytest.raises(ValueError, match=rf"profiles\[0\]\.pluginConfig\[0\]\.args: {message}"):
+        harness(args)
 
 
 def test_normalize_is_min_max_and_inverted() -> None:
