@@ -337,6 +337,29 @@ class EnqueueExtensions:
         return [ClusterEvent(WILDCARD, ActionType.ALL)]
 
 
+class SignPlugin:
+    """Plugins that let the scheduler reuse their per-node results across pods of one shape (upstream
+    fwk.SignPlugin, KEP-5598 OpportunisticBatching).
+
+    `sign_pod` returns a hashable fragment of what the plugin reads from the pod: two pods with equal
+    fragments must get the same Filter verdict and the same raw Score from this plugin on the same NodeInfo,
+    in any cycle. None refuses: the pod's results are then never reused. A profile with a PreFilter, Filter,
+    PreScore or Score plugin that is not a SignPlugin reuses nothing (the safe default for plugins written
+    before this existed).
+
+    `sign_reads_cluster`: the plugin's verdicts or scores read more than the pod and the node evaluated (other
+    nodes' pods, claims, Services...). Its Filter verdicts are then never kept: other plugins' are reused only
+    in cycles where its PreFilter returned Skip; it scores every node afresh unless its PreScore said Skip.
+    Such a plugin needs no fragment (the default one is empty).
+    """
+
+    sign_reads_cluster: ClassVar[bool] = False
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        """The fragment of the pod this plugin's results depend on (hashable), or None to refuse."""
+        return () if self.sign_reads_cluster else None
+
+
 @dataclass(frozen=True, slots=True)
 class ExplainDetail:
     """One plugin-specific line of an explanation ("host port TCP 0.0.0.0:53 is held by pod ns/p"), with the

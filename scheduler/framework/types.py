@@ -420,6 +420,19 @@ class QueuedPodInfo:
         return self.unschedulable_plugins | self.pending_plugins
 
 
+def resource_fragment(res: Resource) -> tuple[Any, ...]:
+    """A Resource as a hashable value, for pod signatures (`SignPlugin.sign_pod`)."""
+    return (res.milli_cpu, res.memory, res.ephemeral_storage, res.allowed_pod_number, tuple(sorted(res.scalar.items())))
+
+
+def requests_fragment(pod: PodInfo) -> tuple[Any, ...]:
+    """What NodeResourcesFit and NodeResourcesBalancedAllocation read of a pod: its requests, the non-zero
+    cpu/memory scoring uses, and the container-only requests of a pod with pod-level resources."""
+    own = pod.container_requests
+    containers = None if own is None else (resource_fragment(own[0]), own[1], own[2])
+    return (resource_fragment(pod.requests), pod.non_zero_cpu, pod.non_zero_memory, containers)
+
+
 @dataclass(frozen=True, slots=True)
 class ContainerExtendedRequests:
     """One container's requests of extended resources (names with a "/": `example.com/gpu`,

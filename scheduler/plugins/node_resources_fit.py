@@ -37,6 +37,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.labels import label_key_errors
 from scheduler.framework.objects import DEVICE_CLASS
@@ -50,6 +51,7 @@ from scheduler.framework.types import (
     PodInfo,
     is_scalar_resource_name,
     memo_lookup,
+    requests_fragment,
 )
 
 NAME: Final = "NodeResourcesFit"
@@ -565,7 +567,7 @@ def _with_pod_room(name: str, pods: int) -> Callable[[Snapshot], Snapshot]:
 
 
 class NodeResourcesFit(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions, SignPlugin
 ):
     """Checks that a node has room for the pod's requests and scores nodes by a scoring strategy."""
 
@@ -583,6 +585,14 @@ class NodeResourcesFit(
         self._strategy = strategy.type
         self._resources = strategy.resources
         self._shape_table = broken_linear(strategy.shape) if strategy.shape else []
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Any, ...] | None:
+        """The pod's requests (upstream ResourcesSignerName). A pod requesting an extended resource a
+        DeviceClass may back is refused: whether one does (DRAExtendedResource) is cluster state Filter reads;
+        upstream refuses when one does, here whether or not, so the signature depends on the pod alone."""
+        if any(qty > 0 and is_dra_extended_resource_name(name) for name, qty in pod.requests.scalar.items()):
+            return None
+        return requests_fragment(pod)
 
     # -- PreFilter / Filter ------------------------------------------------------------------------------
 

@@ -148,7 +148,9 @@ class ClusterWriter:
         self._max_queued_events = max_queued_events
         self._events: collections.deque[_Write] = collections.deque()
         self._status: collections.OrderedDict[str, _Write] = collections.OrderedDict()
-        self._ready = asyncio.Event()
+        # Idle workers, each waiting on its own future: a queued write wakes one of them, not all (an Event
+        # would wake every worker for every event, and all but one would go back to sleep).
+        self._sleeping: collections.deque[asyncio.Future[None]] = collections.deque()
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -241,7 +243,10 @@ class ClusterWriter:
         allowance = self.bind_guard() if self.bind_guard is not None else None
         try:
             async with asyncio.timeout(allowance):
-                await self.client.request("POST", pod_path(pod.namespace, pod.name, "binding"), body=binding)
+                # The answer is a v1.Status nobody reads: not decoded. A hot write: the lean HTTP/1.1 pool.
+                await self.client.request(
+                    "POST", pod_path(pod.namespace, pod.name, "binding"), body=binding, decode=False, lean=True
+                )
         except TimeoutError as exc:
             self.stats.bind_errors += 1
             log.error("binding stopped: leadership may be lost", extra={"pod": pod.key, "node": node_name})
@@ -597,7 +602,11 @@ class ClusterWriter:
         self._wake()
 
     def _wake(self) -> None:
-        self._ready.set()
+        while self._sleeping:
+            waiter = self._sleeping.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     # ------------------------------------------------------------------ workers
 
@@ -617,8 +626,13 @@ class ClusterWriter:
             if write is None:
                 if not self._in_flight:
                     self._idle.set()
-                self._ready.clear()
-                await self._ready.wait()
+                waiter = asyncio.get_running_loop().create_future()
+                self._sleeping.append(waiter)
+                try:
+                    await waiter
+                finally:
+                    if not waiter.done():
+                        waiter.cancel()
                 continue
             self._in_flight += 1
             settled = None
@@ -654,8 +668,13 @@ class ClusterWriter:
                 if isinstance(pod, dict) and (pod.get("spec") or {}).get("nodeName"):
                     await self._restore_scheduled(write)
             elif write.kind == "event":
-                await self.client.request(
-                    "POST", events_path(write.namespace), body=write.body, limiter=self.client.event_limiter
+                await self.client.request(  # the answer echoes the event back: not decoded
+                    "POST",
+                    events_path(write.namespace),
+                    body=write.body,
+                    limiter=self.client.event_limiter,
+                    decode=False,
+                    lean=True,
                 )
                 self.stats.events_written += 1
             else:

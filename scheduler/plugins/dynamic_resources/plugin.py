@@ -46,6 +46,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.node_selector import Matcher, NodeSelectorMatcher
 from scheduler.framework.objects import DEVICE_CLASS, DEVICE_TAINT_RULE, JSON, RESOURCE_CLAIM, RESOURCE_SLICE
@@ -120,12 +121,20 @@ class DynamicResources(
     PreBindPlugin,
     EnqueueExtensions,
     ExplainExtensions,
+    SignPlugin,
 ):
     """Allocates devices to a pod's ResourceClaims and writes the allocation before the pod binds."""
 
     name: ClassVar[str] = NAME
+    # Reads claims, slices and classes: kept results only where it was skipped (pods without claims or
+    # class-backed extended resources).
+    sign_reads_cluster: ClassVar[bool] = True
     object_kinds: ClassVar[tuple[str, ...]] = (RESOURCE_CLAIM, RESOURCE_SLICE, DEVICE_CLASS, DEVICE_TAINT_RULE)
     has_normalize: ClassVar[bool] = True
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        """Pods with resource claims are not signable (upstream SignPod); the others sign nothing."""
+        return None if pod.resource_claims else ()
 
     def __init__(self, args: Args, handle: Handle) -> None:
         self.args = args
