@@ -33,6 +33,8 @@ from scheduler.core.api import (
 from scheduler.core.scheduler import MODIFIED, Scheduler
 from scheduler.framework.fit_error import truncate_message
 from scheduler.framework.objects import (
+    NAMESPACE,
+    NAMESPACE_NAME_LABEL,
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
     RESOURCE_CLAIM,
@@ -138,7 +140,8 @@ class MemoryCluster:
         """Create or update an object of another kind (scheduler.framework.objects.KINDS).
 
         API-server defaulting the scheduler relies on is applied (a StorageClass's volumeBindingMode is
-        Immediate unless set; a claim's requests are ExactCount of 1 unless set), and the PV controller then
+        Immediate unless set; a claim's requests are ExactCount of 1 unless set; a Namespace's
+        `kubernetes.io/metadata.name` label), and the PV controller then
         reacts to storage objects.
         """
         kind = str(obj["kind"])
@@ -149,6 +152,8 @@ class MemoryCluster:
         elif kind == RESOURCE_CLAIM_TEMPLATE and isinstance(obj.get("spec"), dict):
             default_claim_spec(obj["spec"].get("spec"))
         meta = obj.setdefault("metadata", {})
+        if kind == NAMESPACE:  # set on every create and update, whatever the object says
+            meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: str(meta.get("name"))}
         if not meta.get("uid"):  # the API server gives every object a uid and a resourceVersion
             namespace, name = object_key(obj)
             meta["uid"] = f"{kind.lower()}-{namespace + '-' if namespace else ''}{name}"
@@ -223,6 +228,12 @@ class MemoryCluster:
         self.bindings.append((pod.key, node_name))
         if self.scheduler is not None:
             self.scheduler.on_pod_event(MODIFIED, obj)
+
+    async def bound_node(self, pod: PodInfo) -> str:
+        obj = self.pods.get(pod.uid)
+        if obj is None:
+            raise PodGoneError(f'pods "{pod.name}" not found')
+        return str((obj.get("spec") or {}).get("nodeName") or "")
 
     async def update_persistent_volume(self, pv: Mapping[str, Any]) -> JSON:
         return self._update(PERSISTENT_VOLUME, pv, "persistentvolumes")
@@ -368,7 +379,8 @@ class VolumeController:
 
     Run after every storage change until nothing moves: unclaimed PVs become Available; a PV whose claimRef
     names a claim binds that claim (spec.volumeName, bind-completed, phase Bound on both); an unbound claim of
-    an Immediate class binds to the smallest matching Available PV, or gets a PV provisioned; a claim of a
+    an Immediate class binds to the smallest matching Available PV, or gets a PV provisioned unless the file
+    recorded it `Pending` (a dump of a cluster where nothing provisioned it); a claim of a
     WaitForFirstConsumer class waits for the scheduler's selected-node annotation, then binds to a PV
     pre-bound to it or gets one provisioned with node affinity to the selected node's hostname.
     """
@@ -459,6 +471,11 @@ class VolumeController:
             return True
         provisioner = str(cls.get("provisioner") or "") if cls is not None else ""
         if not provisioner or provisioner == st.NOT_SUPPORTED_PROVISIONER or not self.cluster.provisioning:
+            return False
+        if not delayed and st.phase_of(pvc) == "Pending":
+            # A dump's Immediate claim still Pending: in the cluster it came from, nothing provisioned it (no
+            # provisioner runs for the class, or it failed), so none is invented here either; the pod stays
+            # Pending with upstream's "pod has unbound immediate PersistentVolumeClaims".
             return False
         self._provision(pvc, provisioner, selected)
         return True

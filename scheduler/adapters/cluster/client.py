@@ -35,7 +35,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from scheduler.adapters.cluster.http1 import Http1Pool
-from scheduler.config.documents import DocumentError, decode_text, load_all
+from scheduler.config.documents import DocumentError, decode_text, json_bytes, load_all
 
 log = logging.getLogger("pyscheduler.client")
 
@@ -92,14 +92,37 @@ class TokenBucket:
 
 
 class ApiError(Exception):
-    """A request failed: HTTP status (0 for transport errors), reason and the server's Status message."""
+    """A request failed: HTTP status (0 for transport errors), reason and the server's Status message.
 
-    def __init__(self, status: int, reason: str, message: str, body: Any = None) -> None:
+    `maybe_applied` (set by `KubeClient.request`): some attempt, not only the last, got no answer (a refused
+    connection excepted) or a 5xx, so the server may have applied the request whatever the last attempt met:
+    a POST whose first attempt was cut and whose retries all met 429s may have landed.
+    """
+
+    def __init__(
+        self, status: int, reason: str, message: str, body: Any = None, *, maybe_applied: bool = False
+    ) -> None:
         super().__init__(message or reason or f"HTTP {status}")
         self.status = status
         self.reason = reason
         self.message = message or reason or f"HTTP {status}"
         self.body = body
+        self.maybe_applied = maybe_applied
+
+
+def server_url_problem(server: str) -> str | None:
+    """Why the kubeconfig's server cannot be reached at all (not a URL), or None: said once at startup
+    instead of every request retrying an InvalidUrlClientError."""
+    if not server:
+        return "the cluster's server is empty (want https://HOST[:PORT])"
+    try:
+        parts = urlsplit(server)
+        _ = parts.port  # raises for a port that is not a number in range
+    except ValueError as exc:
+        return f"the cluster's server {server!r} is not a URL: {exc}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"the cluster's server {server!r} is not a URL (want https://HOST[:PORT])"
+    return None
 
 
 class ClientConfigError(Exception):
@@ -263,16 +286,22 @@ class KubeClient:
             raise ClientConfigError(f"{where}: {exc}") from exc
         except Exception as exc:  # the loader's KeyError/TypeError/... on a malformed file: one clear line
             raise ClientConfigError(f"{where}: malformed ({type(exc).__name__}: {exc})") from exc
+        problem = server_url_problem(str(configuration.host or ""))
+        if problem:
+            raise ClientConfigError(f"{where}: {problem}")
         # One connection per concurrently allowed request, plus a few for LISTs; kopf has its own pool.
         configuration.connection_pool_maxsize = max(burst, 8) + 4
-        return cls(
-            configuration,
-            qps=qps,
-            burst=burst,
-            connect_timeout=connect_timeout,
-            request_timeout=request_timeout,
-            max_retries=max_retries,
-        )
+        try:
+            return cls(
+                configuration,
+                qps=qps,
+                burst=burst,
+                connect_timeout=connect_timeout,
+                request_timeout=request_timeout,
+                max_retries=max_retries,
+            )
+        except (ssl.SSLError, OSError) as exc:  # the TLS context is built here: certificates and keys are read
+            raise ClientConfigError(f"{where}: client certificate, key or CA unusable: {exc}") from exc
 
     async def close(self) -> None:
         if self._lean is not None:
@@ -350,6 +379,7 @@ class KubeClient:
         HTTP/1.1 pool (http1.py) when one applies: for the small, hot writes (bindings, events).
         """
         attempt = 0
+        maybe_applied = False  # an attempt got no answer (or a 5xx): the server may have applied the request
         while True:
             attempt += 1
             await (limiter or self.limiter).acquire()
@@ -360,9 +390,11 @@ class KubeClient:
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 self._observe(method, "<error>", sent)
                 refused = isinstance(exc, aiohttp.ClientConnectorError)
+                maybe_applied = maybe_applied or not refused
                 if attempt > self.max_retries or (retry == "never" and not refused):
                     self.stats.failures += 1
-                    raise ApiError(0, type(exc).__name__, f"{method} {path}: {transport_error_text(exc)}") from exc
+                    message = f"{method} {path}: {transport_error_text(exc)}"
+                    raise ApiError(0, type(exc).__name__, message, maybe_applied=maybe_applied) from exc
                 await self._backoff(attempt, None, method, path, type(exc).__name__)
                 continue
             self._observe(method, str(status), sent)
@@ -371,14 +403,15 @@ class KubeClient:
                     return raw
                 if not raw:
                     return None
-                return json.loads(raw)
+                return json_bytes(raw)
             reason, message, decoded = status_message(status, raw)
+            maybe_applied = maybe_applied or status >= 500
             retryable = status in RETRYABLE_STATUSES and (retry == "always" or status == 429)
             if retryable and attempt <= self.max_retries:
                 await self._backoff(attempt, _retry_after(headers), method, path, f"HTTP {status}")
                 continue
             self.stats.failures += 1
-            raise ApiError(status, reason, message, decoded)
+            raise ApiError(status, reason, message, decoded, maybe_applied=maybe_applied)
 
     def _observe(self, method: str, code: str, sent: float) -> None:
         if self.request_observer is not None:
@@ -487,7 +520,7 @@ class KubeClient:
                 pending = fetch(peeked) if peeked else None
                 if pending is not None:
                     await asyncio.sleep(0)  # let the prefetch send its request before we decode this page
-                page = json.loads(raw) if raw else {}
+                page = json_bytes(raw) if raw else {}
                 del raw
                 meta = page.get("metadata") or {}
                 token = str(meta.get("continue") or "")
