@@ -181,9 +181,11 @@ class Run:
                 seen.append(entry)
         return seen
 
-    async def wait_event(self, pod: str, reason: str, within: float = 60) -> None:
+    async def wait_event(self, pod: str, reason: str, within: float = 60, note: str = "") -> None:
+        """Until the pod has a `reason` event (whose note contains `note`)."""
+
         async def probe() -> bool:
-            return any(e[1] == reason for e in await self.events(pod))
+            return any(e[1] == reason and note in e[2] for e in await self.events(pod))
 
         await wait_for(probe, what=f"a {reason} event for {self.namespace}/{pod}", within=within)
 

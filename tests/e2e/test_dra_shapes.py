@@ -30,7 +30,17 @@ from kubernetes_asyncio.config import new_client_from_config
 
 from tests.cluster.harness import ControlPlane
 from tests.e2e.conftest import launch_pyscheduler, stop_pyscheduler
-from tests.e2e.dra import NOT_HELPFUL, OURS, SCHEDULERS, UPSTREAM, Run, assert_same_outcomes, exactly, run_for
+from tests.e2e.dra import (
+    MERGE_PATCH,
+    NOT_HELPFUL,
+    OURS,
+    SCHEDULERS,
+    UPSTREAM,
+    Run,
+    assert_same_outcomes,
+    exactly,
+    run_for,
+)
 from tests.e2e.kube import (
     HOSTNAME_LABEL,
     JSON,
@@ -39,6 +49,7 @@ from tests.e2e.kube import (
     node_manifest,
     node_status,
     request_json,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -243,19 +254,48 @@ async def binding_conditions(run: Run) -> JSON:
     pod = await get_pod(run.api, run.namespace, "waits")
     waiting = {"bound while waiting": bool(pod["spec"].get("nodeName")), "allocation": allocation}
     pool = run.nodes[2]
+    await run.put_claim_status("gpu", device_conditions(run, pool, READY))
+    return {"waiting": waiting, "waits": await bound(run, "waits", "gpu")}
 
-    def ready(status: JSON) -> None:
+
+def device_conditions(run: Run, pool: str, kind: str) -> Callable[[JSON], None]:
+    """A status mutation that reports condition `kind` true for gpu-0 of `pool`, as the driver would."""
+
+    def write(status: JSON) -> None:
         condition = {
-            "type": READY,
+            "type": kind,
             "status": "True",
-            "reason": "Prepared",
-            "message": "the device is attached",
+            "reason": "Reported",
+            "message": f"{kind} by the test's driver",
             "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         status["devices"] = [{"driver": run.driver, "pool": pool, "device": "gpu-0", "conditions": [condition]}]
 
-    await run.put_claim_status("gpu", ready)
-    return {"waiting": waiting, "waits": await bound(run, "waits", "gpu")}
+    return write
+
+
+async def binding_failure(run: Run) -> JSON:
+    """The driver reports a binding failure condition: PreBind fails with its reason (Unreserve takes the pod
+    out of reservedFor), the next attempt finds the claim unavailable and PostFilter deallocates it, the one
+    after allocates it again and waits; the driver then reports it ready and the pod binds."""
+    await setup_class(run)
+    waits = {"bindsToNode": True, "bindingConditions": [READY], "bindingFailureConditions": [FAILED]}
+    pool = run.nodes[0]
+    await run.slice(pool, {**device("gpu-0"), **waits})
+    await run.claim("gpu", exactly("gpu", run.driver))
+    await run.pod("fails", {"gpu": "gpu"})
+    await run.wait_event("fails", "BindingConditionsPending")
+    await run.status_allocation("gpu")
+    await run.put_claim_status("gpu", device_conditions(run, pool, FAILED))
+    await run.wait_event("fails", "FailedScheduling", note="deallocation of ResourceClaim completed")
+
+    async def allocated_again() -> bool:
+        status = (await run.get_claim("gpu")).get("status") or {}
+        return bool(status.get("allocation") and status.get("reservedFor") and not status.get("devices"))
+
+    await wait_for(allocated_again, what="the claim allocated again after its deallocation", within=60)
+    await run.put_claim_status("gpu", device_conditions(run, pool, READY))
+    return {"fails": await bound(run, "fails", "gpu")}
 
 
 async def postfilter_deallocation(run: Run) -> JSON:
@@ -280,6 +320,28 @@ async def postfilter_deallocation(run: Run) -> JSON:
     return {"mover": await bound(run, "mover", "stale")}
 
 
+async def freed_by_a_delete(run: Run) -> JSON:
+    """The only device is allocated to a claim; a second claim's pod waits. Deleting the first pod and its
+    claim (the finalizer dropped, as the controller would) frees the device: the waiting pod gets it."""
+    await setup_class(run)
+    await run.slice(run.nodes[1], device("gpu-0"))
+    await run.claim("first", exactly("gpu", run.driver))
+    await run.claim("second", exactly("gpu", run.driver))
+    await run.pod("first", {"gpu": "first"})
+    first = await bound(run, "first", "first")
+    await run.pod("second", {"gpu": "second"})
+    waiting = await pending(run, "second")
+    await request_json(
+        run.api, "DELETE", f"/api/v1/namespaces/{run.namespace}/pods/first", query={"gracePeriodSeconds": 0}
+    )
+    await request_json(
+        run.api, "PATCH", run.claim_path("first"), body={"metadata": {"finalizers": None}}, content_type=MERGE_PATCH
+    )
+    with contextlib.suppress(ApiException):  # the patch may have let the deletion through already
+        await request_json(run.api, "DELETE", run.claim_path("first"))
+    return {"first": first, "waiting": waiting, "second": await bound(run, "second", "second")}
+
+
 Shape = Callable[[Run], Awaitable[JSON]]
 SHAPES: dict[str, Shape] = {
     "cel": cel,
@@ -290,7 +352,9 @@ SHAPES: dict[str, Shape] = {
     "partition": partitionable,
     "capacity": consumable_capacity,
     "binding": binding_conditions,
+    "binding-failure": binding_failure,
     "postfilter": postfilter_deallocation,
+    "freed": freed_by_a_delete,
 }
 
 
@@ -442,6 +506,16 @@ def test_binding_conditions(outcomes: dict[str, dict[str, JSON]]) -> None:
     assert "BindingConditionsPending" in reasons and "Scheduled" in reasons
 
 
+def test_a_binding_failure(outcomes: dict[str, dict[str, JSON]]) -> None:
+    """A failure condition fails PreBind with the driver's reason, PostFilter frees the claim, the next
+    allocation waits again and binds once the device is ready."""
+    got = outcome(outcomes, "binding-failure")
+    assert got["fails"]["node"] == "n1"
+    notes = [event[2] for event in got["fails"]["events"] if event[1] == "FailedScheduling"]
+    assert any("device binding failed" in note for note in notes), notes
+    assert any("deallocation of ResourceClaim completed" in note for note in notes), notes
+
+
 def test_postfilter_deallocates_a_claim_allocated_elsewhere(outcomes: dict[str, dict[str, JSON]]) -> None:
     """The claim allocated on n1 is deallocated by PostFilter (the message says so) and allocated on n2."""
     got = outcome(outcomes, "postfilter")
@@ -452,3 +526,10 @@ def test_postfilter_deallocates_a_claim_allocated_elsewhere(outcomes: dict[str, 
         "affinity/selector. deallocation of ResourceClaim completed, preemption: 0/3 nodes are available: 3 "
         + NOT_HELPFUL
     ]
+
+
+def test_a_deleted_claim_frees_its_device(outcomes: dict[str, dict[str, JSON]]) -> None:
+    """The waiting pod gets the device of a deleted claim."""
+    got = outcome(outcomes, "freed")
+    assert got["waiting"]["message"] == UNALLOCATABLE
+    assert devices(got["second"]["second"]) == devices(got["first"]["first"]) == [("n2", "gpu-0")]
