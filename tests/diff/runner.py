@@ -416,8 +416,6 @@ class DiffRunner:
         when any probe comes too early, every node is relabelled and all probes run again, until one round
         finds all schedulers synced.
         """
-        if scenario.dra is not None:
-            await self._sync_dra(scenario)
         names = scenario.node_names()
         for round_ in range(SYNC_ROUNDS):  # nodes carry SYNC_LABEL=<round> during the round
             synced = True
@@ -426,6 +424,8 @@ class DiffRunner:
                     synced = False
                     break
             if synced:
+                if scenario.dra is not None:
+                    await self._sync_dra(scenario)
                 return round_ + 1
             patch = {"metadata": {"labels": {SYNC_LABEL: str(round_ + 1)}}}
             await asyncio.gather(
@@ -438,10 +438,11 @@ class DiffRunner:
         raise TimeoutError(f"the schedulers did not all see the {len(names)} nodes in {SYNC_ROUNDS} rounds")
 
     async def _sync_dra(self, scenario: Scenario) -> None:
-        """Make sure every scheduler sees every DeviceClass and ResourceSlice of the scenario: a sentinel class
-        and slice created after them, and per scheduler a probe pod whose claim only the sentinel satisfies;
-        once it is bound, that scheduler has seen the sentinel, so (same watches, in order) everything before.
-        The probes and their claims are deleted before any pending pod (same pod and claim watches, in order)."""
+        """Make sure every scheduler sees every DeviceClass and ResourceSlice of the scenario (after the nodes'
+        sync): a sentinel class and slice created after them, and per scheduler a probe pod whose claim only the
+        sentinel satisfies; once it is bound, that scheduler has seen the sentinel, so (same watches, in order)
+        everything before. The probes and their claims are deleted before any pending pod (same pod and claim
+        watches, in order)."""
         device_class, resource_slice = sync_objects(f"s{scenario.seed}")
         for obj in (device_class, resource_slice):
             await self.api.call("POST", _cluster_path(obj), obj)
@@ -465,12 +466,17 @@ class DiffRunner:
             }
             await self.api.call("POST", self.pods_path, probe)
             try:
-                outcome = await self._outcome(sched, name, want_log=False)
+                # Until bound: before the sentinel reaches the scheduler the probe is rejected and retried.
+                deadline = time.monotonic() + OUTCOME_TIMEOUT
+                while not ((await self.api.get_or_none(f"{self.pods_path}/{name}")) or {}).get("spec", {}).get(
+                    "nodeName"
+                ):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{sched.scheduler_name} did not bind the DRA sync probe {name}")
+                    await asyncio.sleep(POLL)
             finally:
                 await self.api.delete(f"{self.pods_path}/{name}")
                 await self._delete_claims([name])
-            if outcome.node is None:
-                raise TimeoutError(f"{sched.scheduler_name} did not bind the DRA sync probe: {outcome.message}")
 
     async def _delete_claims(self, names: Iterable[str]) -> None:
         """Delete claims, their finalizers dropped first (no driver or controller releases them here)."""
