@@ -258,6 +258,16 @@ def test_a_filter_error_naming_another_device_is_explained(up: str, py: str, exp
     assert same_filter_error_but_the_device(CEL_ERROR.format(device=up), CEL_ERROR.format(device=py)) is explained
 
 
+def test_a_constraint_error_at_another_node_is_explained() -> None:
+    """The All-request constraint error names its device as CEL errors do: another node's device is the race."""
+    text = (
+        'running "DynamicResources" filter plugin: claim difffuzz/p1-c0, request r0: cannot add device {} because '
+        "a claim constraint would not be satisfied"
+    )
+    up, py = text.format("nic.example.com/s74-n5/dev-3"), text.format("nic.example.com/s74-n4/dev-0")
+    assert same_filter_error_but_the_device(up, py)
+
+
 def test_another_error_text_is_not_explained() -> None:
     """Messages that differ in anything but the device stay differences."""
     up = CEL_ERROR.format(device="d/p/dev-0")
