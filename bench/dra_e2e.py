@@ -12,6 +12,8 @@ resourceclaim controller, which makes each pod's claim (and deallocates a delete
           throughput is sampled every second from a watch, as scheduler_perf's SchedulingThroughput.
   steady  (empty_500nodes, half_..., full_...: steadyState): ``--in-flight`` pods exist at any time; each pod
           bound is deleted and replaced by a new one; pods/s bound over ``--duration`` seconds after a warm-up.
+  --stuck N adds N pods whose claim nothing satisfies, pending throughout: every claim change may retry them
+          (upstream's queueing hints retry them only when a change could help), which costs CPU and throughput.
 
 Each run starts from a quiet control plane (bench.e2e.quiesce) on fresh nodes, slices and claims; upstream and
 pyscheduler alternate (even repeats upstream first); the report gives medians over ``--repeats``, the
@@ -121,18 +123,20 @@ class Run:
     def device_class(self) -> str:
         return f"test-class-{self.run}"
 
-    def pod(self, i: int) -> JSON:
+    def pod(self, i: int, *, stuck: bool = False) -> JSON:
+        """A measured pod (claim template test-claim-template), or a stuck one, whose template nothing satisfies."""
+        template = "never-claim-template" if stuck else "test-claim-template"
         return {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {
-                "name": f"test-{i:06d}",
+                "name": f"{'stuck' if stuck else 'test'}-{i:06d}",
                 "namespace": self.namespace,
-                "labels": {RUN_LABEL: self.run, PHASE_LABEL: "measure"},
+                "labels": {RUN_LABEL: self.run, PHASE_LABEL: "stuck" if stuck else "measure"},
             },
             "spec": {
                 "schedulerName": SCHEDULER_NAMES[self.scheduler],
-                "resourceClaims": [{"name": "resource", "resourceClaimTemplateName": "test-claim-template"}],
+                "resourceClaims": [{"name": "resource", "resourceClaimTemplateName": template}],
                 "containers": [
                     {"name": "pause", "image": PAUSE_IMAGE, "resources": {"claims": [{"name": "resource"}]}}
                 ],
@@ -178,6 +182,10 @@ async def setup(api: Api, run: Run, init_claims: int, selector: bool) -> None:
         "metadata": {"name": "test-claim-template"},
         "spec": {"spec": {"devices": {"requests": [{"name": "req-0", "exactly": exactly}]}}},
     }
+    await api.call("POST", f"{RESOURCE}/namespaces/{run.namespace}/resourceclaimtemplates", template)
+    never = {**exactly, "selectors": [{"cel": {"expression": f'device.attributes["{DRIVER}"].model == "none"'}}]}
+    template["metadata"] = {"name": "never-claim-template"}
+    template["spec"] = {"spec": {"devices": {"requests": [{"name": "req-0", "exactly": never}]}}}
     await api.call("POST", f"{RESOURCE}/namespaces/{run.namespace}/resourceclaimtemplates", template)
     sem = asyncio.Semaphore(IN_FLIGHT)
     one = {"deviceClassName": run.device_class, "allocationMode": "ExactCount", "count": 1}
@@ -339,6 +347,10 @@ async def one_run(
         await quiesce(cp)
         await sched.start(tag)
         await watch.start()
+        if args.stuck:  # pods DynamicResources rejects, retried on claim events while the others are measured
+            stuck = [run.pod(i, stuck=True) for i in range(args.stuck)]
+            await create_many(api, lambda _: run.pods_path, stuck)
+            await asyncio.sleep(args.warmup)
         if args.mode == "burst":
             measured = await measure_burst(api, run, sched, watch, args.pods)
         else:
@@ -429,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=float, default=5.0, help="steady: seconds before the window")
     p.add_argument("--duration", type=float, default=30.0, help="steady: the measured window, seconds")
     p.add_argument("--selector", action="store_true", help="scheduler_perf's selector variant (a CEL selector)")
+    p.add_argument(
+        "--stuck", type=int, default=0, help="pods whose claim nothing satisfies, pending throughout (queueing hints)"
+    )
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--schedulers", default=f"{UPSTREAM},{PYSCHEDULER}")
     p.add_argument("--json", type=Path)
