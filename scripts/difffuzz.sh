@@ -16,4 +16,4 @@ bash scripts/setup.sh
 
 mkdir -p bench/results
 out=bench/results/difffuzz-$(date -u +%Y%m%dT%H%M%SZ).json
-exec .venv/bin/python -m bench.difffuzz --count 500 --seed 1 --features owners --json "$out" "$@"
+exec .venv/bin/python -m bench.difffuzz --count 500 --seed 1 --features owners,dra --json "$out" "$@"
