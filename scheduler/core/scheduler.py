@@ -119,6 +119,11 @@ class SchedulerHandle:
     def activate(self, uids: Iterable[str]) -> None:
         self._scheduler.activate(uids)
 
+    def move(self, event: ClusterEvent, old: Any = None, new: Any = None) -> None:
+        """A plugin's own state change that is a cluster event for the queue (DynamicResources releasing an
+        allocation it held in flight): move the pods it may help, as for an informer event."""
+        self._scheduler.move(event, old, new)
+
     @property
     def seed(self) -> int | None:
         return self._scheduler.seed
@@ -204,6 +209,9 @@ class ExplainHandle:
         raise RuntimeError("an explanation never starts tasks")
 
     def activate(self, uids: Iterable[str]) -> None:
+        return None
+
+    def move(self, event: ClusterEvent, old: Any = None, new: Any = None) -> None:
         return None
 
     @property

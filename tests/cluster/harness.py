@@ -389,8 +389,10 @@ class ControlPlane:
     ) -> None:
         self.stop()
 
-    def start_controller_manager(self, controllers: Sequence[str] | None = None) -> ManagedProcess:
-        """Starts kube-controller-manager (leader election off) and waits for its /healthz."""
+    def start_controller_manager(
+        self, controllers: Sequence[str] | None = None, extra_args: Sequence[str] = ()
+    ) -> ManagedProcess:
+        """Starts kube-controller-manager (leader election off; `extra_args` appended) and waits for /healthz."""
         self.check_binaries(["kube-controller-manager"])
         port = free_port()
         argv = [
@@ -406,6 +408,7 @@ class ControlPlane:
             f"--root-ca-file={self.serving_cert}",
             f"--controllers={','.join(controllers or self.config.controllers)}",
             f"--v={self.config.verbosity}",
+            *extra_args,
         ]
         process = self._launch("kube-controller-manager", argv)
         self._wait_ready(process, f"https://127.0.0.1:{port}/healthz")

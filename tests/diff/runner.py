@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import ssl
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,11 +46,14 @@ import aiohttp
 
 from scheduler.framework.types import HostPort, conflicts, parse_pod
 from scheduler.plugins.registry import REGISTRY
+from tests.diff.dra import claim_request, sync_objects
 from tests.diff.klog import LogIndex, PodLog
 from tests.diff.scenario import OWNER_ANNOTATION, RUN_LABEL, ExistingPod, Scenario
 
 JSON = dict[str, Any]
 SYNC_LABEL = "difffuzz.pyscheduler.io/sync"
+RESOURCE_API = "/apis/resource.k8s.io/v1"
+PAUSE = "registry.k8s.io/pause:3.10"
 SYNC_ROUNDS = 30
 REQUEST_TIMEOUT = 30.0
 OUTCOME_TIMEOUT = 60.0
@@ -133,6 +137,7 @@ class Outcome:
     message: str | None = None
     reason: str | None = None
     log: PodLog | None = None
+    allocations: dict[str, Any] | None = None  # a bound pod's claims: entry -> status.allocation's results
 
     def summary(self) -> str:
         if self.node is not None:
@@ -164,7 +169,24 @@ SHARED_PORT_FREED = (
     "HostPortInfo is a set, so removing the ended pod frees the port although the other pod still declares "
     "it; pyscheduler counts holders and keeps it taken (deliberate, tests/plugins/test_host_port_info.py)"
 )
-KNOWN_DIFFERENCES = (SHARED_PORT_FREED,)
+FILTER_ERROR_NODE = (
+    "an allocation error on some nodes (a selector failing at run time on a device, an All request whose "
+    "devices break a constraint) makes the attempt an Error at the first node whose Filter reports it: upstream "
+    "filters nodes on 16 goroutines and keeps the first error any of them sends, so which node's device its "
+    "message names is a race; pyscheduler names the first in its node order. The messages are the same but for "
+    "that device"
+)
+KNOWN_DIFFERENCES = (SHARED_PORT_FREED, FILTER_ERROR_NODE)
+DRA_FILTER_ERROR = 'running "DynamicResources" filter plugin: '
+# A device as the allocator's errors name it: "... on device <driver>/<pool>/<device>: ...", "add device ... because"
+_ERROR_DEVICE = re.compile(r"\bdevice [^ :/]+/[^ :/]+/[^ :/]+")
+
+
+def same_filter_error_but_the_device(up: str | None, py: str | None) -> bool:
+    """Both messages are one DynamicResources Filter error naming different devices."""
+    if up is None or py is None or up == py or not up.startswith(DRA_FILTER_ERROR) or not _ERROR_DEVICE.search(up):
+        return False
+    return _ERROR_DEVICE.sub("device *", up) == _ERROR_DEVICE.sub("device *", py)
 
 
 def shared_ports_freed_upstream(scenario: Scenario) -> list[HostPort]:
@@ -179,8 +201,18 @@ def shared_ports_freed_upstream(scenario: Scenario) -> list[HostPort]:
     return [hp for ports in by_node.values() for hp, ended in ports.items() if len(ended) >= 2 and any(ended)]
 
 
-def explain(scenario: Scenario, manifest: JSON, differences: list[Difference]) -> None:
-    """Mark the differences a known, deliberate divergence accounts for (KNOWN_DIFFERENCES)."""
+def explain(
+    scenario: Scenario,
+    manifest: JSON,
+    differences: list[Difference],
+    up: Outcome | None = None,
+    py: Outcome | None = None,
+) -> None:
+    """Mark the differences a known divergence accounts for (KNOWN_DIFFERENCES)."""
+    if up is not None and py is not None and same_filter_error_but_the_device(up.message, py.message):
+        for d in differences:
+            if d.kind == "message":
+                d.explained = FILTER_ERROR_NODE
     freed = shared_ports_freed_upstream(scenario)
     if not freed:
         return
@@ -238,6 +270,9 @@ def compare(
     if (up.node is None) != (py.node is None):
         diff("feasibility", f"kube-scheduler: {up.summary()} | pyscheduler: {py.summary()}")
         return out
+    if up.node is not None and up.node == py.node and up.allocations != py.allocations:
+        # On different nodes (a tie broken at random) the devices differ of course; on one node they may not.
+        diff("devices", f"on {up.node}: kube-scheduler {up.allocations} | pyscheduler {py.allocations}")
     if up.node is None:
         if up.message != py.message:
             diff("message", f"kube-scheduler: {up.message!r} | pyscheduler: {py.message!r}")
@@ -309,6 +344,10 @@ class DiffRunner:
     def pods_path(self) -> str:
         return f"/api/v1/namespaces/{self.namespace}/pods"
 
+    @property
+    def claims_path(self) -> str:
+        return f"{RESOURCE_API}/namespaces/{self.namespace}/resourceclaims"
+
     # ------------------------------------------------------------------ one scenario
 
     async def run(self, scenario: Scenario) -> ScenarioResult:
@@ -320,13 +359,14 @@ class DiffRunner:
             for manifest in scenario.pending:
                 base = f"s{scenario.seed}-{manifest['metadata']['name']}"
                 by_tag: dict[str, Outcome] = {}
+                claims = scenario.dra.claims.get(manifest["metadata"]["name"], []) if scenario.dra else []
                 for sched in self.schedulers:
-                    by_tag[sched.tag] = await self._attempt(sched, manifest, f"{base}-{sched.tag}")
+                    by_tag[sched.tag] = await self._attempt(sched, manifest, f"{base}-{sched.tag}", claims)
                     result.restored += await self._restore(scenario)
                 result.outcomes[base] = by_tag
                 up, py = (by_tag[s.tag] for s in self.schedulers)
                 found = compare(scenario.seed, base, up, py)
-                explain(scenario, manifest, found)
+                explain(scenario, manifest, found, up, py)
                 result.differences.extend(found)
         finally:
             await self._cleanup(scenario)
@@ -337,6 +377,13 @@ class DiffRunner:
         api = self.api
         for obj in scenario.cluster_objects:
             await api.call("POST", _cluster_path(obj), obj)
+        if scenario.dra is not None:
+            for obj in [*scenario.dra.classes, *scenario.dra.slices]:
+                await api.call("POST", _cluster_path(obj), obj)
+            for claim, allocation in scenario.dra.allocated:  # as another scheduler left them, unreserved
+                created = await api.call("POST", self.claims_path, claim)
+                created["status"] = {"allocation": allocation}
+                await api.call("PUT", f"{self.claims_path}/{claim['metadata']['name']}/status", created)
         self._owners = {}
         for obj in scenario.objects:
             created = await api.call("POST", _namespaced_path(obj, self.namespace), obj)
@@ -424,6 +471,8 @@ class DiffRunner:
                     synced = False
                     break
             if synced:
+                if scenario.dra is not None:
+                    await self._sync_dra(scenario)
                 return round_ + 1
             patch = {"metadata": {"labels": {SYNC_LABEL: str(round_ + 1)}}}
             await asyncio.gather(
@@ -434,6 +483,57 @@ class DiffRunner:
             )
             await asyncio.sleep(0.05 * (round_ + 1))  # give the watches a moment before the next round
         raise TimeoutError(f"the schedulers did not all see the {len(names)} nodes in {SYNC_ROUNDS} rounds")
+
+    async def _sync_dra(self, scenario: Scenario) -> None:
+        """Make sure every scheduler sees every DeviceClass and ResourceSlice of the scenario (after the nodes'
+        sync): a sentinel class and slice created after them, and per scheduler a probe pod whose claim only the
+        sentinel satisfies; once it is bound, that scheduler has seen the sentinel, so (same watches, in order)
+        everything before. The probes and their claims are deleted before any pending pod (same pod and claim
+        watches, in order)."""
+        device_class, resource_slice = sync_objects(f"s{scenario.seed}")
+        for obj in (device_class, resource_slice):
+            await self.api.call("POST", _cluster_path(obj), obj)
+        for sched in self.schedulers:
+            self._probe_count += 1
+            name = f"s{scenario.seed}-draprobe{self._probe_count}-{sched.tag}"
+            claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name}}
+            claim["spec"] = claim_request(device_class["metadata"]["name"])
+            await self.api.call("POST", self.claims_path, claim)
+            probe = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name},
+                "spec": {
+                    "schedulerName": sched.scheduler_name,
+                    "tolerations": [{"operator": "Exists"}],
+                    "resourceClaims": [{"name": "sync", "resourceClaimName": name}],
+                    "containers": [{"name": "c", "image": PAUSE, "resources": {"claims": [{"name": "sync"}]}}],
+                    "terminationGracePeriodSeconds": 0,
+                },
+            }
+            await self.api.call("POST", self.pods_path, probe)
+            try:
+                # Until bound: before the sentinel reaches the scheduler the probe is rejected and retried.
+                deadline = time.monotonic() + OUTCOME_TIMEOUT
+                while not ((await self.api.get_or_none(f"{self.pods_path}/{name}")) or {}).get("spec", {}).get(
+                    "nodeName"
+                ):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{sched.scheduler_name} did not bind the DRA sync probe {name}")
+                    await asyncio.sleep(POLL)
+            finally:
+                await self.api.delete(f"{self.pods_path}/{name}")
+                await self._delete_claims([name])
+
+    async def _delete_claims(self, names: Iterable[str]) -> None:
+        """Delete claims, their finalizers dropped first (no driver or controller releases them here)."""
+        for name in names:
+            path = f"{self.claims_path}/{name}"
+            with contextlib.suppress(ApiError):
+                await self.api.call(
+                    "PATCH", path, {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json"
+                )
+            await self.api.delete(path)
 
     async def _probe(self, sched: SchedulerUnderTest, seed: int, nodes: int, value: str) -> bool:
         self._probe_count += 1
@@ -460,17 +560,39 @@ class DiffRunner:
         message = outcome.message or ""
         return message.startswith(f"0/{nodes} nodes are available:") and "node affinity/selector" not in message
 
-    async def _attempt(self, sched: SchedulerUnderTest, manifest: JSON, name: str) -> Outcome:
+    async def _attempt(
+        self, sched: SchedulerUnderTest, manifest: JSON, name: str, claims: Sequence[tuple[str, JSON]] = ()
+    ) -> Outcome:
+        """One scheduler's attempt at a pending pod, with claims of its own (`<pod>-<entry>`: the other
+        scheduler's attempt must find the same devices free); names in messages read as the base pod's."""
         pod = self._owned(manifest)
         pod["metadata"]["name"] = name
         pod["spec"]["schedulerName"] = sched.scheduler_name
+        claim_names = {entry: f"{name}-{entry}" for entry, _ in claims}
+        for ref in pod["spec"].get("resourceClaims") or []:
+            ref["resourceClaimName"] = claim_names[ref["name"]]
+        for entry, spec in claims:
+            body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "spec": spec}
+            await self.api.call("POST", self.claims_path, {**body, "metadata": {"name": claim_names[entry]}})
         await self.api.call("POST", self.pods_path, pod)
         try:
-            return await self._outcome(sched, name, want_log=True)
+            outcome = await self._outcome(sched, name, want_log=True)
+            if claims and outcome.node is not None:
+                outcome.allocations = {e: await self._allocation(c) for e, c in claim_names.items()}
+            if outcome.message is not None:
+                outcome.message = outcome.message.replace(name, manifest["metadata"]["name"])
+            return outcome
         except TimeoutError as exc:
             return Outcome(message=f"no outcome: {exc}", reason="Timeout")
         finally:
             await self.api.delete(f"{self.pods_path}/{name}")
+            await self._delete_claims(claim_names.values())
+
+    async def _allocation(self, claim: str) -> Any:
+        """The devices of a bound pod's claim (PreBind wrote them before the binding), shareIDs as present."""
+        status = (await self.api.call("GET", f"{self.claims_path}/{claim}")).get("status") or {}
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+        return [{k: (bool(v) if k == "shareID" else v) for k, v in r.items()} for r in results]
 
     async def _outcome(self, sched: SchedulerUnderTest, name: str, *, want_log: bool) -> Outcome:
         """Poll until the pod is bound (then wait for its binding log line) or has PodScheduled=False.
@@ -526,6 +648,12 @@ class DiffRunner:
             await api.delete(f"{_namespaced_path(obj, self.namespace)}/{obj['metadata']['name']}")
         for obj in scenario.cluster_objects:
             await api.delete(f"{_cluster_path(obj)}/{obj['metadata']['name']}")
+        if scenario.dra is not None:
+            left = (await api.call("GET", self.claims_path))["items"]
+            await self._delete_claims(c["metadata"]["name"] for c in left)
+            sentinels = sync_objects(f"s{scenario.seed}")
+            for obj in [*scenario.dra.slices, *scenario.dra.classes, *reversed(sentinels)]:
+                await api.delete(f"{_cluster_path(obj)}/{obj['metadata']['name']}")
 
 
 _RESOURCES = {
@@ -535,6 +663,8 @@ _RESOURCES = {
     "ReplicationController": "/api/v1/namespaces/{ns}/replicationcontrollers",
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "RuntimeClass": "/apis/node.k8s.io/v1/runtimeclasses",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
 }
 
 

@@ -27,6 +27,8 @@ import random
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from tests.diff.dra import DraGenerator, DraObjects
+
 JSON = dict[str, Any]
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -114,6 +116,9 @@ class Features:
     # Off by default so that every seed keeps the scenario it names without it (the runner puts back the
     # bound pods a preemption deleted, so it compares preemptors like every other pod).
     priorities: bool = False  # PriorityClasses, pod priorities, bound pods' start times
+    # Off by default so that every seed's default scenario stays what it was: DeviceClasses, ResourceSlices,
+    # allocated claims and pending pods' claims (tests/diff/dra.py), drawn after everything else.
+    dra: bool = False
 
     @classmethod
     def parse(cls, names: str) -> Features:
@@ -144,14 +149,21 @@ class Scenario:
     pending: list[JSON] = field(default_factory=list)  # pod manifests; the runner sets name and schedulerName
     objects: list[JSON] = field(default_factory=list)  # other namespaced objects (Services, ReplicaSets, ...)
     cluster_objects: list[JSON] = field(default_factory=list)  # cluster-scoped ones (PriorityClasses)
+    dra: DraObjects | None = None  # DRA: classes and slices, allocated claims, pending pods' claims
 
     def node_names(self) -> list[str]:
         return [str(n["metadata"]["name"]) for n in self.nodes]
 
     def describe(self) -> str:
+        dra = ""
+        if self.dra is not None:
+            dra = (
+                f", {len(self.dra.slices)} slices, {len(self.dra.classes)} classes, "
+                f"{len(self.dra.allocated)} allocated claims, {len(self.dra.claims)} pods with claims"
+            )
         return (
             f"seed {self.seed}: {len(self.nodes)} nodes, {len(self.existing)} bound pods, "
-            f"{len(self.pending)} pending pods"
+            f"{len(self.pending)} pending pods{dra}"
         )
 
 
@@ -601,6 +613,14 @@ class Generator:
                 }
                 for name, value in (("difffuzz-low", 10), ("difffuzz-high", 1000))
             )
+        if self.features.dra:
+            sc.dra = DraGenerator(rng, self.prefix).objects(names, sc.pending)
+            for pod in sc.pending:
+                entries = sc.dra.claims.get(pod["metadata"]["name"], [])
+                if entries:  # the runner names each attempt's claims (resourceClaimName) itself
+                    pod["spec"]["resourceClaims"] = [{"name": e, "resourceClaimName": e} for e, _ in entries]
+                    resources = pod["spec"]["containers"][0].setdefault("resources", {})
+                    resources["claims"] = [{"name": e} for e, _ in entries]
         return sc
 
 

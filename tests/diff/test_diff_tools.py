@@ -23,6 +23,7 @@ from tests.diff.runner import (
     Outcome,
     compare,
     explain,
+    same_filter_error_but_the_device,
     shared_ports_freed_upstream,
 )
 from tests.diff.scenario import ExistingPod, Features, Scenario, generate
@@ -306,3 +307,80 @@ def test_shared_port_freed_upstream_is_explained_only_when_it_applies() -> None:
     assert not wants_80[0].explained
     both_alive = Scenario(2, existing=[_port_pod("a", "n1", 53), _port_pod("b", "n1", 53)])
     assert shared_ports_freed_upstream(both_alive) == []
+
+
+CEL_ERROR = (
+    'running "DynamicResources" filter plugin: claim difffuzz/p4-c0: selector #0 on device {device}: CEL runtime '
+    "error: no such key: mig. consider using CEL optional chaining (.? followed by orValue()) or guarding the "
+    "check with has() for optional fields"
+)
+
+
+@pytest.mark.parametrize(
+    ("up", "py", "explained"),
+    [
+        pytest.param("d.example.com/s9-n6/dev-0", "d.example.com/s9-n2/dev-0", True, id="another-node"),
+        pytest.param("d.example.com/s9-n6/dev-0", "d.example.com/s9-n6/dev-3", True, id="another-device"),
+        pytest.param("d.example.com/s9-n6/dev-0", "d.example.com/s9-n6/dev-0", False, id="same-message"),
+    ],
+)
+def test_a_filter_error_naming_another_device_is_explained(up: str, py: str, explained: bool) -> None:
+    """The same CEL runtime error at another node's device is upstream's parallel Filter race, nothing else."""
+    found = [Difference(1, "p", "message", "x")]
+    up_outcome, py_outcome = (Outcome(message=CEL_ERROR.format(device=d)) for d in (up, py))
+    explain(Scenario(1), {"spec": {}}, found, up_outcome, py_outcome)
+    assert bool(found[0].explained) is explained
+    assert same_filter_error_but_the_device(CEL_ERROR.format(device=up), CEL_ERROR.format(device=py)) is explained
+
+
+def test_a_constraint_error_at_another_node_is_explained() -> None:
+    """The All-request constraint error names its device as CEL errors do: another node's device is the race."""
+    text = (
+        'running "DynamicResources" filter plugin: claim difffuzz/p1-c0, request r0: cannot add device {} because '
+        "a claim constraint would not be satisfied"
+    )
+    up, py = text.format("nic.example.com/s74-n5/dev-3"), text.format("nic.example.com/s74-n4/dev-0")
+    assert same_filter_error_but_the_device(up, py)
+
+
+def test_another_error_text_is_not_explained() -> None:
+    """Messages that differ in anything but the device stay differences."""
+    up = CEL_ERROR.format(device="d/p/dev-0")
+    py = CEL_ERROR.format(device="d/q/dev-1").replace("mig", "version")
+    assert not same_filter_error_but_the_device(up, py)
+    assert not same_filter_error_but_the_device("0/3 nodes are available: 3 cannot allocate all claims.", "x")
+
+
+@pytest.mark.parametrize(
+    ("up_node", "py_node", "differs"),
+    [
+        pytest.param("n1", "n1", True, id="same-node-other-devices"),
+        pytest.param("n1", "n2", False, id="tie-broken-elsewhere"),
+    ],
+)
+def test_devices_are_compared_on_the_same_node(up_node: str, py_node: str, differs: bool) -> None:
+    """Two schedulers binding to one node must allocate the same devices; on different nodes they cannot."""
+    up = Outcome(node=up_node, allocations={"c0": [{"device": "dev-0"}]})
+    py = Outcome(node=py_node, allocations={"c0": [{"device": "dev-1"}]})
+    assert any(d.kind == "devices" for d in compare(1, "p", up, py, frozenset())) is differs
+
+
+def test_the_dra_feature_adds_claims_without_changing_the_rest() -> None:
+    """`dra` draws after everything else: nodes and pods stay the seed's; the claims it adds are referenced by
+    their pods' containers, the slices name nodes of the scenario, every request names a class it created."""
+    for seed in range(1, 60):
+        plain, dra = generate(seed), generate(seed, Features(dra=True))
+        assert plain.nodes == dra.nodes and len(plain.pending) == len(dra.pending)
+        assert plain.dra is None and dra.dra is not None
+        classes = {c["metadata"]["name"] for c in dra.dra.classes}
+        for slice_ in dra.dra.slices:
+            spec = slice_["spec"]
+            assert spec.get("allNodes") or spec["nodeName"] in dra.node_names()
+        for pod in dra.pending:
+            entries = [e for e, _ in dra.dra.claims.get(pod["metadata"]["name"], [])]
+            assert [r["name"] for r in pod["spec"].get("resourceClaims", [])] == entries
+            assert [c["name"] for c in pod["spec"]["containers"][0].get("resources", {}).get("claims", [])] == entries
+            for _, spec in dra.dra.claims.get(pod["metadata"]["name"], []):
+                for request in spec["devices"]["requests"]:
+                    for body in request.get("firstAvailable") or [request.get("exactly")]:
+                        assert body["deviceClassName"] in classes

@@ -417,6 +417,64 @@ class StartPyScheduler(Protocol):
     ) -> PySchedulerProcess: ...
 
 
+async def launch_pyscheduler(
+    control_plane: ControlPlane,
+    kubeconfig: Path,
+    work_dir: Path,
+    *extra: str,
+    config: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    log_format: str = "text",
+    log_name: str = "pyscheduler",
+) -> PySchedulerProcess:
+    """Starts `pyscheduler run` (HTTPS on a free port, the admin's token for requests) and waits for /readyz;
+    for fixtures of any scope (stop it with `stop_pyscheduler`)."""
+    port = free_port()
+    argv = [sys.executable, "-m", "scheduler", "run", "--kubeconfig", str(kubeconfig), "--port", str(port)]
+    argv += ["--config", str(config or single_replica_config(work_dir))]
+    argv += ["--bind-address", "127.0.0.1", "-v", "2", "--log-format", log_format, *extra]
+    pythonpath = os.pathsep.join([str(REPO_ROOT), *([env["PYTHONPATH"]] if env and "PYTHONPATH" in env else [])])
+    full_env = {**os.environ, **(env or {}), "PYTHONPATH": pythonpath}
+    process = ManagedProcess("pyscheduler", argv, work_dir / f"{log_name}.log", env=full_env).start()
+    handle = PySchedulerProcess(process, port, control_plane.token)
+    begun = time.monotonic()
+
+    async def ready() -> bool:
+        if not handle.process.running():
+            raise AssertionError(f"pyscheduler exited with {handle.process.poll()}:\n{handle.log()}")
+        try:
+            status, _ = await handle.request("GET", "/readyz", token="")
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+        return status == 200
+
+    try:
+        await wait_for(ready, what="pyscheduler /readyz", within=30)
+    except BaseException:
+        process.stop()
+        raise
+    print(f"pyscheduler ready after {time.monotonic() - begun:.2f} s (process start to caches synced)")
+    return handle
+
+
+async def stop_pyscheduler(handle: PySchedulerProcess) -> str | None:
+    """SIGTERM, then up to 20 s for the process to end; None when it exited with 0, else what went wrong."""
+    process = handle.process
+    code = None
+    if process.running() and process.pid is not None:
+        os.kill(process.pid, signal.SIGTERM)
+
+        async def exited() -> bool:
+            return not process.running()
+
+        with contextlib.suppress(AssertionError):
+            await wait_for(exited, what="pyscheduler to exit", within=20, interval=0.1)
+        code = process.poll()
+    log_text = handle.log()
+    process.stop()
+    return None if code == 0 else f"code {code}:\n{log_text}"
+
+
 @pytest.fixture
 async def start_pyscheduler(
     control_plane: ControlPlane, kubeconfig: Path, tmp_path: Path
@@ -430,51 +488,23 @@ async def start_pyscheduler(
         env: Mapping[str, str] | None = None,
         log_format: str = "text",
     ) -> PySchedulerProcess:
-        port = free_port()
-        argv = [sys.executable, "-m", "scheduler", "run", "--kubeconfig", str(kubeconfig), "--port", str(port)]
-        argv += ["--config", str(config or single_replica_config(tmp_path))]
-        argv += ["--bind-address", "127.0.0.1", "-v", "2", "--log-format", log_format, *extra]
-        pythonpath = os.pathsep.join([str(REPO_ROOT), *([env["PYTHONPATH"]] if env and "PYTHONPATH" in env else [])])
-        full_env = {**os.environ, **(env or {}), "PYTHONPATH": pythonpath}
-        log_path = tmp_path / f"pyscheduler-{len(started)}.log"
-        process = ManagedProcess("pyscheduler", argv, log_path, env=full_env).start()
-        handle = PySchedulerProcess(process, port, control_plane.token)
+        handle = await launch_pyscheduler(
+            control_plane,
+            kubeconfig,
+            tmp_path,
+            *extra,
+            config=config,
+            env=env,
+            log_format=log_format,
+            log_name=f"pyscheduler-{len(started)}",
+        )
         started.append(handle)
-        begun = time.monotonic()
-
-        async def ready() -> bool:
-            if not handle.process.running():
-                raise AssertionError(f"pyscheduler exited with {handle.process.poll()}:\n{handle.log()}")
-            try:
-                status, _ = await handle.request("GET", "/readyz", token="")
-            except (aiohttp.ClientError, TimeoutError):
-                return False
-            return status == 200
-
-        await wait_for(ready, what="pyscheduler /readyz", within=30)
-        print(f"pyscheduler ready after {time.monotonic() - begun:.2f} s (process start to caches synced)")
         return handle
 
     try:
         yield start
     finally:
-        failures = []
-        for handle in started:
-            process = handle.process
-            code = None
-            if process.running() and process.pid is not None:
-                os.kill(process.pid, signal.SIGTERM)
-
-                async def exited(p: ManagedProcess = process) -> bool:
-                    return not p.running()
-
-                with contextlib.suppress(AssertionError):
-                    await wait_for(exited, what="pyscheduler to exit", within=20, interval=0.1)
-                code = process.poll()
-            log_text = handle.log()
-            process.stop()
-            if code != 0:
-                failures.append(f"code {code}:\n{log_text}")
+        failures = [failure for handle in started if (failure := await stop_pyscheduler(handle)) is not None]
         assert not failures, f"pyscheduler did not exit cleanly on SIGTERM: {failures}"
 
 

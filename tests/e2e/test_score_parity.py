@@ -12,7 +12,7 @@ each scheduler bound the pod to one of its top-scoring nodes.
   percentageOfNodesToScore lets both score every feasible node) with shapes chosen so every Score plugin of
   the default profile gives different scores to different nodes.
 - `test_seeded_differential_slice`: 15 random scenarios of the differential fuzz (`bench/difffuzz.py` runs
-  hundreds).
+  hundreds); `test_seeded_differential_dra_slice`: 10 with its DRA objects and claims.
 """
 
 from __future__ import annotations
@@ -27,7 +27,16 @@ from scheduler.core.profile import build_framework, default_config
 from scheduler.testing import StaticHandle
 from tests.cluster.harness import ControlPlane
 from tests.diff.runner import Api, DiffRunner, ScenarioResult, SchedulerUnderTest, log_index, summarize
-from tests.diff.scenario import HOSTNAME_LABEL, MB, REGION_LABEL, ZONE_LABEL, ExistingPod, Scenario, generate
+from tests.diff.scenario import (
+    HOSTNAME_LABEL,
+    MB,
+    REGION_LABEL,
+    ZONE_LABEL,
+    ExistingPod,
+    Features,
+    Scenario,
+    generate,
+)
 from tests.diff.schedulers import PYSCHEDULER_NAME, PYSCHEDULER_VERBOSITY, UPSTREAM_SCHEDULER_NAME, start_upstream
 from tests.e2e.conftest import StartPyScheduler
 from tests.e2e.kube import OWNER_LABEL
@@ -37,6 +46,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 JSON = dict[str, Any]
 PAUSE = "registry.k8s.io/pause:3.10"
 SLICE_SEEDS = range(1001, 1016)
+DRA_SLICE_SEEDS = range(2001, 2011)
 
 
 def default_score_plugins() -> list[str]:
@@ -346,3 +356,20 @@ async def test_preemptors_compared_on_the_same_cluster(runner: DiffRunner) -> No
             "preemption: found a potential placement for pod on node preempt-n0, preempting 1 victims"
         ], tag
         assert outcome.log is not None and (outcome.log.evaluated_nodes, outcome.log.feasible_nodes) == (1, 1), tag
+
+
+async def test_seeded_differential_dra_slice(runner: DiffRunner) -> None:
+    """10 seeded random scenarios with DRA (the fuzz's `dra` feature: classes, slices, allocated claims, pods'
+    claims): no unexplained difference in any outcome, score or allocated device."""
+    results = [await runner.run(generate(seed, Features(dra=True))) for seed in DRA_SLICE_SEEDS]
+    differences = [str(d) for r in results for d in r.unexplained()]
+    assert not differences, "\n".join(differences)
+    with_claims = [
+        by_tag
+        for r in results
+        for pod, by_tag in r.outcomes.items()
+        if r.scenario.dra is not None and pod.split("-", 1)[1] in r.scenario.dra.claims
+    ]
+    same_node_devices = [b for b in with_claims if b["up"].allocations and b["up"].node == b["py"].node]
+    print(summarize(results), f"{len(with_claims)} pods with claims, devices compared for {len(same_node_devices)}")
+    assert len(same_node_devices) >= 3 and any(b["up"].node is None for b in with_claims)  # both kinds compared

@@ -31,6 +31,7 @@ from scheduler.framework.interface import (
     UNSCHEDULED_POD,
     ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     CycleState,
     EnqueueExtensions,
     ExplainDetail,
@@ -44,6 +45,7 @@ from scheduler.framework.interface import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
+    QueueingHint,
     ReservePlugin,
     ScorePlugin,
     SignPlugin,
@@ -54,7 +56,7 @@ from scheduler.framework.quantity import QuantityError, parse_quantity
 from scheduler.framework.status import SKIP, Code, Status, error_status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.logging_setup import V5
-from scheduler.plugins.dynamic_resources import explain, extended
+from scheduler.plugins.dynamic_resources import explain, extended, hints
 from scheduler.plugins.dynamic_resources.args import Args, parse_args
 from scheduler.plugins.dynamic_resources.binding import ClaimBinder
 from scheduler.plugins.dynamic_resources.claims import (
@@ -498,11 +500,22 @@ class DynamicResources(
             return
         tracker = self.manager.claims
         for _, claim in s.claims.user_claims():
+            in_flight = tracker.in_flight.get(uid_of(claim))
             if tracker.maybe_remove_pending_allocation(uid_of(claim), False):
                 tracker.restore(namespace_of(claim), name_of(claim))
+                if in_flight is not None:
+                    self._released(in_flight.claim, tracker.get(namespace_of(claim), name_of(claim)))
             if allocation_of(claim) is not None and is_reserved_for_pod(pod.uid, claim):
                 self.binder.unreserve_in_background(pod, claim)
         self.binder.unreserve_extended_resource_claim(pod, s)
+
+    def _released(self, allocated: JSON, current: JSON | None) -> None:
+        """An allocation held in flight was given up: tell the queue as the claim event it is for the pods
+        waiting for devices (upstream's assume cache reports its restore as a claim update; pyscheduler holds
+        in-flight allocations apart from the claims, so it reports the release itself)."""
+        move = getattr(self.handle, "move", None)
+        if callable(move) and current is not None and allocation_of(current) is None:
+            move(ClusterEvent(RESOURCE_CLAIM, ActionType.UPDATE), allocated, current)
 
     # ---------------------------------------------------------------- PreBind
 
@@ -516,15 +529,20 @@ class DynamicResources(
 
     # ---------------------------------------------------------------- events
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        """Upstream's events, without its queueing hints (the queue moves every pod the plugin rejected):
-        node changes (topology, allocatable), any claim change (allocation is tracked there), the pod's own
-        generated claims, new or changed classes and slices. A DeviceTaintRule change is the change of the
-        slices it patches (upstream's tracker reports it as a ResourceSlice update)."""
+    def events_to_register(self) -> list[ClusterEvent | ClusterEventWithHint]:
+        """Upstream's events: node changes (topology, allocatable), claim changes with upstream's QueueingHint
+        (hints.py: a deallocation, or a change of one of the pod's own claims), the pod's own generated claims,
+        new or changed classes and slices. A DeviceTaintRule change is the change of the slices it patches
+        (upstream's tracker reports it as a ResourceSlice update)."""
         add_update = ActionType.ADD | ActionType.UPDATE
+
+        def claim_hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            return hints.after_claim_change(self._pod_claims, pod, old, new)
+
+        claims = ClusterEvent(RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE)
         return [
             ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE),
-            ClusterEvent(RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE | ActionType.DELETE),
+            ClusterEventWithHint(claims, claim_hint),
             ClusterEvent(UNSCHEDULED_POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
             ClusterEvent(DEVICE_CLASS, add_update),
             ClusterEvent(RESOURCE_SLICE, add_update),
