@@ -499,6 +499,14 @@ async def wait_first(event: asyncio.Event, stop: asyncio.Event) -> bool:
     return stop.is_set()
 
 
+async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
+    """Sleep `seconds` unless stop is set first; True when stopped."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await stop.wait()
+    return stop.is_set()
+
+
 # --------------------------------------------------------------------------------------------- paths, times
 
 

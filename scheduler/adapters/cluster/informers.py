@@ -17,7 +17,7 @@ from collections.abc import AsyncIterable, Callable
 
 import aiohttp
 
-from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient
+from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient, wait_or_stop
 from scheduler.adapters.cluster.streaming import (
     ReconnectBackoff,
     ResourceExpiredError,
@@ -25,7 +25,7 @@ from scheduler.adapters.cluster.streaming import (
     check_event,
     open_watch,
 )
-from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, LIST_PAGE_SIZE, wait_or_stop
+from scheduler.adapters.cluster.watch import DEFAULT_RESYNC_PERIOD, LIST_PAGE_SIZE
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.objects import KINDS
 

@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 
 import aiohttp
 
-from scheduler.adapters.cluster.client import JSON, ApiError
+from scheduler.adapters.cluster.client import JSON, ApiError, wait_or_stop
 from scheduler.adapters.cluster.streaming import (
     READ_TIMEOUT,
     SERVER_TIMEOUT,
@@ -33,7 +33,7 @@ from scheduler.adapters.cluster.streaming import (
     check_event,
     open_watch,
 )
-from scheduler.adapters.cluster.watch import POD_FIELD_SELECTOR, PODS_PATH, ClusterWatcher, wait_or_stop
+from scheduler.adapters.cluster.watch import POD_FIELD_SELECTOR, PODS_PATH, ClusterWatcher
 
 log = logging.getLogger("pyscheduler.watch.pods")
 

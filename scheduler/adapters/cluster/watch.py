@@ -33,7 +33,7 @@ from typing import Any
 
 import kopf
 
-from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient, pod_path, wait_first
+from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient, pod_path, wait_first, wait_or_stop
 from scheduler.adapters.cluster.streaming import WatchDiedError
 from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core import gc_policy
@@ -569,11 +569,3 @@ def _kopf_watchers() -> set[str]:
         for resource in WATCHED
         if task.get_name().startswith(f"watcher for {resource}@")
     }
-
-
-async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
-    """Sleep `seconds` unless stop is set first; True when stopped."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await stop.wait()
-    return stop.is_set()
