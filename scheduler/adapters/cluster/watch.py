@@ -3,7 +3,7 @@
 kopf (embedded in our event loop, private registry, standalone, no posting, no CRD scanning) watches all
 nodes; `PodWatch` (pod_watch.py, a plain streaming WATCH, far cheaper per event than kopf) watches all
 non-terminal pods (every scheduler's: their requests and host ports occupy nodes). Both hand each event's raw
-object to `_dispatch`, hence to `Scheduler.on_node_event` / `on_pod_event`.
+object to `dispatch`, hence to `Scheduler.on_node_event` / `on_pod_event`.
 
 kopf re-LISTs after a 410 without emitting DELETED for objects that vanished in the gap, and a watch can
 silently miss events; so `ClusterWatcher` also LISTs nodes and pods itself: once at startup (that LIST is
@@ -220,12 +220,12 @@ class ClusterWatcher:
         # thread-safe. `event["object"]` is the raw dict kopf decoded; `body` would only wrap it.
         @kopf.on.event("v1", "nodes", registry=registry, id="pyscheduler-nodes")
         async def on_node(type: str, event: kopf.RawEvent, **_: Any) -> None:
-            self._dispatch("nodes", type, dict(event["object"]))
+            self.dispatch("nodes", type, dict(event["object"]))
             self.node_watch_live.set()
 
-        # Pods are not kopf's: PodWatch (pod_watch.py) streams them into `_dispatch` itself.
+        # Pods are not kopf's: PodWatch (pod_watch.py) streams them into `dispatch` itself.
 
-    def _dispatch(self, resource: str, kind: str | None, obj: JSON) -> None:
+    def dispatch(self, resource: str, kind: str | None, obj: JSON) -> None:
         """Apply one watch event (and remember it if a LIST is in flight)."""
         self.stats.last_event = self.clock()
         label = f"{resource}:{kind or 'LISTED'}"
@@ -327,7 +327,7 @@ class ClusterWatcher:
                     shown_rv = listed.get((resource, key))
                     shown = {"metadata": {"resourceVersion": shown_rv}} if shown_rv is not None else None
                     if kind == DELETED:
-                        self._dispatch(resource, DELETED, obj)
+                        self.dispatch(resource, DELETED, obj)
                     elif not _event_is_older(obj, shown, list_rv[resource]):
                         self._apply_listed(resource, obj)
                     elif shown is not None:
@@ -387,11 +387,11 @@ class ClusterWatcher:
         except ApiError as exc:
             if exc.status != 404:
                 raise
-            self._dispatch(resource, DELETED, event_obj)
+            self.dispatch(resource, DELETED, event_obj)
             return
         key_of = _pod_key if resource == "pods" else _node_key
         if key_of(current) != key_of(event_obj):  # deleted and re-created under the same name meanwhile
-            self._dispatch(resource, DELETED, event_obj)
+            self.dispatch(resource, DELETED, event_obj)
         self._apply_listed(resource, current)
 
     def _apply_listed(self, resource: str, obj: JSON) -> None:
