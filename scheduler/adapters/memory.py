@@ -29,7 +29,8 @@ from scheduler.core.api import (
     PodGoneError,
     WriteError,
 )
-from scheduler.core.scheduler import MODIFIED, Scheduler
+from scheduler.core.event_handlers import MODIFIED
+from scheduler.core.scheduler import Scheduler
 from scheduler.framework.fit_error import truncate_message
 from scheduler.framework.objects import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS, object_key
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
@@ -110,7 +111,7 @@ class MemoryCluster:
         kind = MODIFIED if name in self.nodes else "ADDED"
         self.nodes[name] = obj
         if self.scheduler is not None:
-            self.scheduler.on_node_event(kind, self.nodes[name])
+            self.scheduler.events.on_node_event(kind, self.nodes[name])
 
     def apply_pod(self, obj: JSON, parsed: PodInfo | None = None) -> None:
         """Create or replace a pod; `parsed` is parse_pod(obj) when the caller has it (saves parsing twice)."""
@@ -118,7 +119,7 @@ class MemoryCluster:
         kind = MODIFIED if uid in self.pods else "ADDED"
         self.pods[uid] = obj
         if self.scheduler is not None:
-            self.scheduler.on_pod_event(kind, self.pods[uid], parsed)
+            self.scheduler.events.on_pod_event(kind, self.pods[uid], parsed)
 
     def apply_object(self, obj: JSON) -> None:
         """Create or update an object of another kind (scheduler.framework.objects.KINDS).
@@ -148,7 +149,7 @@ class MemoryCluster:
         self.objects[key] = obj
         self.volumes.mark(kind, namespace, name, obj)
         if self.scheduler is not None:
-            self.scheduler.on_object_event(kind, event, obj)
+            self.scheduler.events.on_object_event(kind, event, obj)
         return obj
 
     def next_resource_version(self, current: str = "") -> str:
@@ -167,17 +168,17 @@ class MemoryCluster:
         obj = self.objects.pop((kind, namespace, name), None)
         self.volumes.mark(kind, namespace, name, None)
         if obj is not None and self.scheduler is not None:
-            self.scheduler.on_object_event(kind, "DELETED", obj)
+            self.scheduler.events.on_object_event(kind, "DELETED", obj)
 
     def delete_pod(self, uid: str) -> None:
         obj = self.pods.pop(uid, None)
         if obj is not None and self.scheduler is not None:
-            self.scheduler.on_pod_event("DELETED", obj)
+            self.scheduler.events.on_pod_event("DELETED", obj)
 
     def delete_node(self, name: str) -> None:
         obj = self.nodes.pop(name, None)
         if obj is not None and self.scheduler is not None:
-            self.scheduler.on_node_event("DELETED", obj)
+            self.scheduler.events.on_node_event("DELETED", obj)
 
     # ------------------------------------------------------------------ ClusterAPI
 
@@ -197,7 +198,7 @@ class MemoryCluster:
         self.conditions[pod.uid] = PodCondition("PodScheduled", "True", "", "")  # as the binding subresource does
         self.bindings.append((pod.key, node_name))
         if self.scheduler is not None:
-            self.scheduler.on_pod_event(MODIFIED, obj)
+            self.scheduler.events.on_pod_event(MODIFIED, obj)
 
     async def update_persistent_volume(self, pv: Mapping[str, Any]) -> JSON:
         return self._update(PERSISTENT_VOLUME, pv, "persistentvolumes")
@@ -256,7 +257,7 @@ class MemoryCluster:
         else:
             status.pop("nominatedNodeName", None)
         if self.scheduler is not None:
-            self.scheduler.on_pod_event(MODIFIED, obj)
+            self.scheduler.events.on_pod_event(MODIFIED, obj)
 
     # ------------------------------------------------------------------ ClusterAPI: preemption
 
@@ -270,7 +271,7 @@ class MemoryCluster:
             {"type": DISRUPTION_TARGET, "status": "True", "reason": REASON_PREEMPTION_BY_SCHEDULER, "message": message}
         )
         if self.scheduler is not None:
-            self.scheduler.on_pod_event(MODIFIED, obj)
+            self.scheduler.events.on_pod_event(MODIFIED, obj)
         return True
 
     async def delete_preempted_pod(self, victim: PodInfo) -> bool:

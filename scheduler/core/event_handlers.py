@@ -336,7 +336,7 @@ class EventHandlers:
             log.warning("cache drift repaired", extra={"drift": repaired})
             s.move(ClusterEvent(NODE, ActionType.ALL, "Resync"))
 
-    def suspects(
+    def resync_suspects(
         self,
         nodes: list[Mapping[str, Any]],
         pods: list[Mapping[str, Any]],

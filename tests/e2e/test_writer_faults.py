@@ -107,8 +107,8 @@ async def test_a_lost_bind_reply_is_recorded_as_our_binding(
     writer = proxied.writer
     scheduler: Scheduler = build_scheduler(writer, default_config())
     for obj in node_objs.values():
-        scheduler.on_node_event(None, obj)
-    scheduler.on_pod_event(None, created)  # no watch runs: the scheduler learns nothing else
+        scheduler.events.on_node_event(None, obj)
+    scheduler.events.on_pod_event(None, created)  # no watch runs: the scheduler learns nothing else
     writer.start()
     stop = asyncio.Event()
     loop = asyncio.create_task(scheduler.run(stop))
@@ -123,7 +123,7 @@ async def test_a_lost_bind_reply_is_recorded_as_our_binding(
         assert landed in nodes, "the lost bind was committed"
         other = next(n for n in nodes if n != landed)
         cordoned = dict(node_objs[landed], spec={**node_objs[landed].get("spec", {}), "unschedulable": True})
-        scheduler.on_node_event("MODIFIED", cordoned)  # so the next attempt picks the other node
+        scheduler.events.on_node_event("MODIFIED", cordoned)  # so the next attempt picks the other node
 
         async def bound() -> bool:
             return scheduler.bound_count == 1

@@ -258,7 +258,7 @@ async def explain_from_api(
     finally:
         await client.close()
     for kind, (objects, _) in zip(kinds, others, strict=True):
-        scheduler.resync_objects(kind, list(objects))
+        scheduler.events.resync_objects(kind, list(objects))
     for node in nodes:
         cluster.apply_node(node)
     for obj in pods:

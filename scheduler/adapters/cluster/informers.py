@@ -49,11 +49,11 @@ class ObjectInformer(Reflector):
 
     async def list_into_store(self) -> str:
         items, rv = await self.client.list_all(self.path, limit=LIST_PAGE_SIZE)
-        counts = self.scheduler.resync_objects(self.kind, list(items))
+        counts = self.scheduler.events.resync_objects(self.kind, list(items))
         if self.synced.is_set() and any(counts.values()):
             self.log.info("relist changed objects", extra={"kind": self.kind, **counts})
         self.synced.set()
         return rv
 
     def deliver(self, kind: str, obj: JSON) -> None:
-        self.scheduler.on_object_event(self.kind, kind, obj)
+        self.scheduler.events.on_object_event(self.kind, kind, obj)
