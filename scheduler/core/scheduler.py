@@ -1,9 +1,10 @@
 """The scheduler: its state (cache, queue, profiles, object store) and the loops that drive it.
 
-How a pod flows: a watch event reaches `event_handlers.py` (cache, queue, object store); `run` pops pods and
-runs `schedule_one.schedule_one` (the scheduling cycle, synchronous), whose binding cycle then runs as a
-concurrent task bounded by `max_in_flight_binds`. Both adapters drive this same class: the cluster adapter
-from its watches, the in-memory one from a file (`run_until_idle`).
+How a pod flows: a watch event reaches `self.events` (event_handlers.py, the intake story: parse, then the
+cache, the queue or the object store); `run` pops pods and runs `schedule_one.schedule_one` (the scheduling
+cycle, synchronous), whose binding cycle then runs as a concurrent task bounded by `max_in_flight_binds`.
+Both adapters drive this same class: the cluster adapter from its watches, the in-memory one from a file
+(`run_until_idle`).
 """
 
 from __future__ import annotations
