@@ -49,7 +49,6 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 
 EVENT_NODE_ADD = ClusterEvent(NODE, ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
-EVENT_ASSIGNED_POD_UPDATE = ClusterEvent(ASSIGNED_POD, ActionType.UPDATE, "AssignedPodUpdate")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
 
 

@@ -135,16 +135,6 @@ class AssumeCache:
         if assumed is not None and resource_version(assumed) == resource_version(obj):
             del self._assumed[key]
 
-    def replace_assumed(self, objs: list[JSON]) -> list[JSON]:
-        """The listed store objects with still-valid assumed versions swapped in."""
-        if not self._assumed:
-            return objs
-        out = []
-        for obj in objs:
-            assumed = self._assumed.get(key_of(obj))
-            out.append(assumed if assumed is not None and resource_version(assumed) == resource_version(obj) else obj)
-        return out
-
     def assumed_count(self) -> int:
         return len(self._assumed)
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, cast
+from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp
@@ -528,13 +528,3 @@ def micro_time(t: datetime) -> str:
 def rfc3339(t: datetime) -> str:
     """metav1.Time (second precision)."""
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def as_json(obj: Any) -> JSON:
-    """A kopf Body/raw event object as the plain dict the core parses (no copy when already a dict)."""
-    if isinstance(obj, dict):
-        return obj
-    src = getattr(obj, "_src", None)
-    if isinstance(src, dict):
-        return cast(JSON, src)
-    return dict(obj)
