@@ -35,7 +35,7 @@ from scheduler.framework.fit_error import truncate_message
 from scheduler.framework.objects import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS, object_key
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.types import PodInfo
-from scheduler.plugins import storage as st
+from scheduler.storage import volume as st
 
 JSON = dict[str, Any]
 

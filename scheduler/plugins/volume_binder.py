@@ -37,8 +37,8 @@ from scheduler.framework.objects import (
 from scheduler.framework.observer import Observer
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.logging_setup import V2, V4
-from scheduler.plugins import csi_translation as csi
-from scheduler.plugins.storage import (
+from scheduler.storage import csi_translation as csi
+from scheduler.storage.volume import (
     ANN_SELECTED_NODE,
     MIGRATED_PLUGINS_ANNOTATION,
     NOT_SUPPORTED_PROVISIONER,

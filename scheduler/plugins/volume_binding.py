@@ -64,7 +64,8 @@ from scheduler.plugins.node_resources_fit import (
     check_kind,
     validate_function_shape,
 )
-from scheduler.plugins.storage import (
+from scheduler.plugins.volume_binder import PodVolumeClaims, PodVolumes, VolumeBinder, try_translate_pv_to_csi
+from scheduler.storage.volume import (
     ANN_SELECTED_NODE,
     CLAIM_LOST,
     NOT_SUPPORTED_PROVISIONER,
@@ -83,7 +84,6 @@ from scheduler.plugins.storage import (
     storage_request,
     volume_is_for_pod,
 )
-from scheduler.plugins.volume_binder import PodVolumeClaims, PodVolumes, VolumeBinder, try_translate_pv_to_csi
 
 NAME: Final = "VolumeBinding"
 STATE_KEY: Final = NAME
