@@ -20,7 +20,7 @@ from scheduler.core.api import WriteError
 from scheduler.framework.objects import object_key
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import NodeInfo, NodeRecord
-from scheduler.plugins.volume_binder import (
+from scheduler.plugins.volume_binding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_NOT_ENOUGH_SPACE,

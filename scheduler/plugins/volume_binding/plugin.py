@@ -64,7 +64,7 @@ from scheduler.plugins.node_resources_fit import (
     check_kind,
     validate_function_shape,
 )
-from scheduler.plugins.volume_binder import PodVolumeClaims, PodVolumes, VolumeBinder, try_translate_pv_to_csi
+from scheduler.plugins.volume_binding.binder import PodVolumeClaims, PodVolumes, VolumeBinder, try_translate_pv_to_csi
 from scheduler.storage.volume import (
     ANN_SELECTED_NODE,
     CLAIM_LOST,
