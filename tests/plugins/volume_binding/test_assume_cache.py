@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.plugins.volume_binding.binder import AssumeCache, PVAssumeCache
+from scheduler.plugins.volume_binding.assume_cache import AssumeCache, PVAssumeCache
 from scheduler.storage.volume import StorageError
 
 JSON = dict[str, Any]
