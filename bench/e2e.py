@@ -817,7 +817,8 @@ class SchedulerUnderTest:
         port = free_port()
         python = [sys.executable]
         if self.profile is not None:
-            python += ["-m", "cProfile", "-o", str(self.profile.with_suffix(f".{tag}.prof"))]
+            # Timed by the CPU clock: on a shared machine wall-clock times include waiting for a CPU.
+            python += ["-m", "bench.cpu_profile", "-o", str(self.profile.with_suffix(f".{tag}.prof"))]
         argv = [
             *python,
             "-m",
@@ -1319,6 +1320,29 @@ def requests_per_pod(before: Mapping[str, float], after: Mapping[str, float], po
     return {k: round(v, 3) for k, v in sorted(diff.items()) if v >= 0.01}
 
 
+class Neighbours:
+    """`count` CPU-burning processes (a busy loop each) sharing the machine with the run: the scheduler's node
+    is rarely its own in a cluster. Started after the control plane quiesced, stopped when the run ends."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        for _ in range(self.count):
+            self._procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+
+    def stop(self) -> float:
+        """Stop them; the CPU seconds they got (what they took from the schedulers and the apiserver)."""
+        cpu = 0.0
+        for proc in self._procs:
+            cpu += _cpu_of(proc.pid)
+            proc.kill()
+            proc.wait()
+        self._procs.clear()
+        return cpu
+
+
 async def run_backlog(
     cp: ControlPlane,
     api: Api,
@@ -1330,9 +1354,10 @@ async def run_backlog(
     log_dir: Path,
     profile: Path | None,
     density: int,
+    neighbours: int = 0,
 ) -> RunResult:
     """The backlog method: every measured pod is created (pending) while no scheduler runs; then the scheduler
-    starts and the clock runs until the last one is bound."""
+    starts and the clock runs until the last one is bound (beside `neighbours` CPU-burning processes)."""
     ctx = replace(prep.ctx, scheduler=kind)
     measured = workload.measured_pods(ctx, size)
     create_seconds = await create_many(api, _pods_path, measured)
@@ -1351,7 +1376,9 @@ async def run_backlog(
     spawned = ready = 0.0
     cpu_ready = cpu_end = api_ready = api_end = driver_ready = driver_end = 0.0
     proc = ProcStats(0.0, 0.0)
+    burners = Neighbours(neighbours)
     try:
+        burners.start()
         await watch.start()
         requests_before = await apiserver_requests(api)
         spawned = time.monotonic()
@@ -1369,6 +1396,7 @@ async def run_backlog(
     except Exception as exc:  # a failed run is reported, not fatal for the others
         error = f"{type(exc).__name__}: {exc}"
     finally:
+        extra["neighbours"], extra["neighbour_cpu_seconds"] = neighbours, burners.stop()
         extra["loadavg_after"] = os.getloadavg()
         extra["watch_events"], extra["watch_reconnects"] = watch.events, watch.reconnects
         extra["ready_seconds"] = ready - spawned if ready else None
@@ -1441,7 +1469,14 @@ async def post_all(api: Api, requests: Sequence[tuple[str, bytes]]) -> float:
 
 
 async def run_ceiling(
-    cp: ControlPlane, api: Api, workload: Workload, prep: Prepared, size: Size, repeat: int, density: int
+    cp: ControlPlane,
+    api: Api,
+    workload: Workload,
+    prep: Prepared,
+    size: Size,
+    repeat: int,
+    density: int,
+    neighbours: int = 0,
 ) -> RunResult:
     """The ceiling: the same pending measured pods, bound by the driver itself: ``pods/<name>/binding`` POSTs,
     IN_FLIGHT in flight, to nodes picked round robin among those with room (plan_bindings, computed before the
@@ -1462,7 +1497,9 @@ async def run_ceiling(
     }
     error: str | None = None
     api_before = api_end = driver_before = driver_end = 0.0
+    burners = Neighbours(neighbours)
     try:
+        burners.start()
         await watch.start()
         api_before, driver_before = _cpu_of(apiserver_pid), _self_cpu()
         extra["post_seconds"] = await post_all(api, requests)
@@ -1473,6 +1510,7 @@ async def run_ceiling(
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
     finally:
+        extra["neighbours"], extra["neighbour_cpu_seconds"] = neighbours, burners.stop()
         extra["loadavg_after"] = os.getloadavg()
         extra["watch_events"], extra["watch_reconnects"] = watch.events, watch.reconnects
         await watch.stop()
@@ -1773,11 +1811,14 @@ async def main_async(args: argparse.Namespace) -> int:
                     for repeat in range(args.repeats):
                         for kind in run_order(drained, repeat):
                             if kind == CEILING:
-                                r = await run_ceiling(cp, api, workload, prep, bsize, repeat, density)
+                                r = await run_ceiling(
+                                    cp, api, workload, prep, bsize, repeat, density, args.neighbours
+                                )
                             else:
                                 profile = Path(args.profile) if args.profile and kind == PYSCHEDULER else None
                                 r = await run_backlog(
-                                    cp, api, workload, prep, kind, bsize, repeat, log_dir, profile, density
+                                    cp, api, workload, prep, kind, bsize, repeat, log_dir, profile, density,
+                                    args.neighbours,
                                 )
                             results.append(r)
                             _progress(started, r)
@@ -1793,6 +1834,8 @@ async def main_async(args: argparse.Namespace) -> int:
         tables.append(render_table(results, workloads, size, density))
     if BACKLOG in methods or CEILING in methods:
         tables.append(render_backlog_table(results, workloads, size.for_method(BACKLOG), density))
+    if args.neighbours and (BACKLOG in methods or CEILING in methods):
+        tables.append(f"Backlog and ceiling runs beside {args.neighbours} CPU-burning neighbour process(es).")
     table = "\n\n".join(tables)
     print(table)
     if inprocess is not None:
@@ -1889,8 +1932,16 @@ def main(argv: list[str] | None = None) -> int:
         help=f"bind N pods ({DENSITY_REQUESTS['cpu']}/{DENSITY_REQUESTS['memory']}) to every node at creation, "
         "before the scheduler starts",
     )
+    parser.add_argument(
+        "--neighbours",
+        type=int,
+        default=0,
+        help="backlog and ceiling runs share the machine with N CPU-burning processes (a busy loop each)",
+    )
     parser.add_argument("--json", default=None, help="write the raw samples and medians here")
-    parser.add_argument("--profile", default=None, help="run pyscheduler under cProfile, writing PATH.<run>.prof")
+    parser.add_argument(
+        "--profile", default=None, help="run pyscheduler under cProfile (CPU clock), writing PATH.<run>.prof"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the control plane's work directory (logs)")
     parser.add_argument("--inprocess-nodes", type=int, default=0, help="also run bench.inprocess at N nodes")
     parser.add_argument("--inprocess-pods", type=int, default=2000)

@@ -26,8 +26,9 @@ from scheduler.core.clock import FakeClock
 from scheduler.core.explain import Explanation, explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
-from scheduler.framework.objects import KINDS
+from scheduler.framework.objects import KINDS, RESOURCE_CLAIM
 from scheduler.framework.types import ParseError, PodInfo, parse_node, parse_pod, tolerations_tolerate
+from scheduler.plugins.dynamic_resources.claims import ClaimError, allocation_of, allocation_results, claim_name
 from scheduler.plugins.node_affinity import RequiredNodeAffinity
 from scheduler.validation import validate
 
@@ -143,6 +144,29 @@ def admit_priorities(objects: list[JSON], source: str = "input") -> None:
                 _admit_priority(template, classes, f"{where}: spec.template")
 
 
+@dataclass(frozen=True, slots=True)
+class AllocatedDevice:
+    """One device a pod's claim got (DynamicResources wrote it into the claim's status.allocation)."""
+
+    claim: str  # namespace/name
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+    def to_json(self) -> JSON:
+        return {
+            "claim": self.claim,
+            "request": self.request,
+            "driver": self.driver,
+            "pool": self.pool,
+            "device": self.device,
+        }
+
+    def text(self) -> str:
+        return f"{self.claim.split('/', 1)[-1]}/{self.request}={self.driver}/{self.pool}/{self.device}"
+
+
 @dataclass(slots=True)
 class Outcome:
     namespace: str
@@ -150,6 +174,7 @@ class Outcome:
     node: str | None
     message: str | None
     preempted_by: str | None = None  # "namespace/name" of the pod whose preemption evicted this one
+    devices: list[AllocatedDevice] = field(default_factory=list)  # of its ResourceClaims, once it is bound
 
     def to_json(self) -> JSON:
         return {
@@ -158,7 +183,41 @@ class Outcome:
             "node": self.node,
             "message": self.message,
             "preemptedBy": self.preempted_by,
+            "devices": [d.to_json() for d in self.devices],
         }
+
+
+def pod_devices(cluster: MemoryCluster, pod_obj: Mapping[str, Any]) -> list[AllocatedDevice]:
+    """The devices allocated to the claims a pod uses (its spec.resourceClaims and the claim made for its
+    extended resources), as the claims' status.allocation records them."""
+    try:
+        pod = parse_pod(pod_obj)
+    except ParseError:
+        return []
+    names: list[str] = []
+    for entry in pod.resource_claims:
+        try:
+            name, _ = claim_name(pod, entry)
+        except ClaimError:
+            continue
+        if name is not None:
+            names.append(name)
+    if pod.extended_resource_claim:
+        names.append(pod.extended_resource_claim)
+    out: list[AllocatedDevice] = []
+    for name in names:
+        claim = cluster.objects.get((RESOURCE_CLAIM, pod.namespace, name))
+        for result in allocation_results(allocation_of(claim)) if claim is not None else []:
+            out.append(
+                AllocatedDevice(
+                    f"{pod.namespace}/{name}",
+                    str(result.get("request") or ""),
+                    str(result.get("driver") or ""),
+                    str(result.get("pool") or ""),
+                    str(result.get("device") or ""),
+                )
+            )
+    return out
 
 
 @dataclass(slots=True)
@@ -483,7 +542,8 @@ async def simulate_async(
         if node is None and preempted_by is None:
             failure = scheduler.last_failure.get(uid)
             message = failure[1] if failure else None
-        result.outcomes.append(Outcome(ns, name, node, message, preempted_by))
+        devices = pod_devices(cluster, cluster.pods[uid]) if node is not None else []
+        result.outcomes.append(Outcome(ns, name, node, message, preempted_by, devices))
     return result
 
 
@@ -500,14 +560,16 @@ def simulate(
 
 def render_table(result: SimulationResult) -> str:
     """A people-friendly table: one row per pod, pending pods with their message."""
-    rows = [("NAMESPACE", "NAME", "NODE", "MESSAGE")]
+    with_devices = any(o.devices for o in result.outcomes)
+    rows = [("NAMESPACE", "NAME", "NODE", *(("DEVICES",) if with_devices else ()), "MESSAGE")]
     for o in result.outcomes:
+        devices = (",".join(d.text() for d in o.devices),) if with_devices else ()
         if o.preempted_by is not None:
-            rows.append((o.namespace, o.name, "<preempted>", f"evicted by {o.preempted_by}"))
+            rows.append((o.namespace, o.name, "<preempted>", *devices, f"evicted by {o.preempted_by}"))
         else:
-            rows.append((o.namespace, o.name, o.node or "<pending>", o.message or ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
+            rows.append((o.namespace, o.name, o.node or "<pending>", *devices, o.message or ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join([*(f"{c:<{w}}" for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip() for r in rows]
     bound = sum(1 for o in result.outcomes if o.node)
     lines.append(f"\n{bound}/{len(result.outcomes)} pods scheduled")
     if result.preemptions:

@@ -22,7 +22,7 @@ from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.clock import FakeClock
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
-from scheduler.framework.interface import Binder, Plugin, VolumeWriter, WaitingPodView
+from scheduler.framework.interface import Binder, ClaimWriter, Plugin, VolumeWriter, WaitingPodView
 from scheduler.framework.objects import KINDS, ObjectLister, object_key
 from scheduler.framework.observer import Observer
 from scheduler.framework.snapshot import Snapshot
@@ -375,7 +375,23 @@ class PodBuilder:
         return self.volume(name or claim, persistentVolumeClaim=source)
 
     def resource_claim(self, name: str, template: str = "template") -> PodBuilder:
+        """A spec.resourceClaims entry made from a ResourceClaimTemplate (the controller makes the claim)."""
         self._spec.setdefault("resourceClaims", []).append({"name": name, "resourceClaimTemplateName": template})
+        return self
+
+    def claim(self, name: str, claim_name: str | None = None) -> PodBuilder:
+        """A spec.resourceClaims entry naming an existing ResourceClaim (by default named like the entry), used
+        by the last container."""
+        self._spec.setdefault("resourceClaims", []).append({"name": name, "resourceClaimName": claim_name or name})
+        self._container().setdefault("resources", {}).setdefault("claims", []).append({"name": name})
+        return self
+
+    def claim_status(self, name: str, claim_name: str | None) -> PodBuilder:
+        """status.resourceClaimStatuses: the claim the resourceclaim controller generated for an entry."""
+        entry: JSON = {"name": name}
+        if claim_name is not None:
+            entry["resourceClaimName"] = claim_name
+        self._obj["status"].setdefault("resourceClaimStatuses", []).append(entry)
         return self
 
     def obj(self) -> JSON:
@@ -658,6 +674,174 @@ def make_namespace(name: str, labels: dict[str, str] | None = None) -> JSON:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
+class ClaimBuilder:
+    """Builds a resource.k8s.io/v1 ResourceClaim (or, with `template()`, a ResourceClaimTemplate)."""
+
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self._obj: JSON = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"claim-{namespace}-{name}-{next(_uid)}"},
+            "spec": {"devices": {"requests": []}},
+        }
+
+    def _requests(self) -> list[JSON]:
+        requests: list[JSON] = self._obj["spec"]["devices"]["requests"]
+        return requests
+
+    def request(
+        self,
+        name: str,
+        device_class: str,
+        count: int | None = None,
+        *,
+        all_devices: bool = False,
+        selectors: Iterable[str] = (),
+        admin_access: bool | None = None,
+        tolerations: Iterable[JSON] = (),
+    ) -> ClaimBuilder:
+        """An `exactly` request: `count` devices (ExactCount, the API's default 1), or every matching one."""
+        exactly: JSON = {"deviceClassName": device_class}
+        if all_devices:
+            exactly["allocationMode"] = "All"
+        else:
+            exactly["allocationMode"] = "ExactCount"
+            exactly["count"] = 1 if count is None else count
+        if selectors:
+            exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+        if admin_access is not None:
+            exactly["adminAccess"] = admin_access
+        if tolerations:
+            exactly["tolerations"] = [dict(t) for t in tolerations]
+        self._requests().append({"name": name, "exactly": exactly})
+        return self
+
+    def first_available(self, name: str, *subrequests: tuple[str, str, int]) -> ClaimBuilder:
+        """A prioritized list: (subrequest name, device class, count), most preferred first."""
+        subs = [
+            {"name": n, "deviceClassName": cls, "allocationMode": "ExactCount", "count": count}
+            for n, cls, count in subrequests
+        ]
+        self._requests().append({"name": name, "firstAvailable": subs})
+        return self
+
+    def match_attribute(self, attribute: str, *requests: str) -> ClaimBuilder:
+        constraint: JSON = {"matchAttribute": attribute}
+        if requests:
+            constraint["requests"] = list(requests)
+        self._obj["spec"]["devices"].setdefault("constraints", []).append(constraint)
+        return self
+
+    def allocated(self, node: str | None, *devices: tuple[str, str, str, str]) -> ClaimBuilder:
+        """status.allocation: (request, driver, pool, device) results, available on `node` only (None: on
+        every node), with the finalizer the scheduler adds."""
+        allocation: JSON = {
+            "devices": {"results": [{"request": r, "driver": d, "pool": p, "device": n} for r, d, p, n in devices]}
+        }
+        if node is not None:
+            term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+            allocation["nodeSelector"] = {"nodeSelectorTerms": [term]}
+        self._obj.setdefault("status", {})["allocation"] = allocation
+        self._obj["metadata"].setdefault("finalizers", []).append("resource.kubernetes.io/delete-protection")
+        return self
+
+    def reserved_for(self, *pods: JSON) -> ClaimBuilder:
+        """status.reservedFor: these pods (raw objects) use the claim."""
+        reserved = self._obj.setdefault("status", {}).setdefault("reservedFor", [])
+        for pod in pods:
+            reserved.append({"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]})
+        return self
+
+    def owned_by(self, pod: JSON) -> ClaimBuilder:
+        """Made for the pod (its controller owner), as the resourceclaim controller makes claims."""
+        ref = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
+        self._obj["metadata"]["ownerReferences"] = [{**ref, "controller": True}]
+        return self
+
+    def obj(self) -> JSON:
+        return copy.deepcopy(self._obj)
+
+    def template(self) -> JSON:
+        """The same spec as a ResourceClaimTemplate of the same name."""
+        meta = {k: v for k, v in self._obj["metadata"].items() if k in ("name", "namespace")}
+        return {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": meta,
+            "spec": {"spec": copy.deepcopy(self._obj["spec"])},
+        }
+
+
+class SliceBuilder:
+    """Builds a resource.k8s.io/v1 ResourceSlice: one pool of one driver, published for a node (or all)."""
+
+    def __init__(self, name: str, driver: str, node: str | None) -> None:
+        spec: JSON = {"driver": driver, "pool": {"name": node or name, "generation": 1, "resourceSliceCount": 1}}
+        if node is None:
+            spec["allNodes"] = True
+        else:
+            spec["nodeName"] = node
+        spec["devices"] = []
+        self._obj: JSON = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name}}
+        self._obj["spec"] = spec
+
+    def device(
+        self,
+        name: str,
+        *,
+        attributes: dict[str, Any] | None = None,
+        capacity: dict[str, str] | None = None,
+        taints: Iterable[JSON] = (),
+    ) -> SliceBuilder:
+        """A device; attribute values are typed from Python (str, int, bool), capacities are quantities."""
+        device: JSON = {"name": name}
+        if attributes:
+            typed: JSON = {}
+            for key, value in attributes.items():
+                kind = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "string"
+                typed[key] = {kind: value}
+            device["attributes"] = typed
+        if capacity:
+            device["capacity"] = {k: {"value": v} for k, v in capacity.items()}
+        if taints:
+            device["taints"] = [dict(t) for t in taints]
+        self._obj["spec"]["devices"].append(device)
+        return self
+
+    def pool(self, name: str, generation: int = 1, slice_count: int = 1) -> SliceBuilder:
+        self._obj["spec"]["pool"] = {"name": name, "generation": generation, "resourceSliceCount": slice_count}
+        return self
+
+    def obj(self) -> JSON:
+        return copy.deepcopy(self._obj)
+
+
+def make_claim(name: str, namespace: str = "default") -> ClaimBuilder:
+    return ClaimBuilder(name, namespace)
+
+
+def make_slice(name: str, driver: str, node: str | None) -> SliceBuilder:
+    return SliceBuilder(name, driver, node)
+
+
+def device_class(
+    name: str,
+    *selectors: str,
+    extended_resource_name: str | None = None,
+    created: str = "2026-01-01T00:00:00Z",
+) -> JSON:
+    """A DeviceClass selecting devices with CEL expressions (by default, of the driver named like the class)."""
+    spec: JSON = {"selectors": [{"cel": {"expression": e}} for e in (selectors or (f'device.driver == "{name}"',))]}
+    if extended_resource_name is not None:
+        spec["extendedResourceName"] = extended_resource_name
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name, "creationTimestamp": created},
+        "spec": spec,
+    }
+
+
 class StaticHandle:
     """A plugin Handle over a fixed snapshot (empty by default) and objects; plugin unit tests never bind.
 
@@ -698,6 +882,10 @@ class StaticHandle:
     @property
     def volume_writer(self) -> VolumeWriter:
         raise NotImplementedError("plugin unit tests do not write volumes")
+
+    @property
+    def claim_writer(self) -> ClaimWriter:
+        raise NotImplementedError("plugin unit tests do not write ResourceClaims")
 
     def pod_exists(self, uid: str) -> bool:
         return True

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole end-to-end comparison in one command, from a fresh checkout: pyscheduler vs upstream kube-scheduler
-# (same release as the apiserver) on one real etcd + kube-apiserver. See docs/benchmarks.md. Four parts, each
+# (same release as the apiserver) on one real etcd + kube-apiserver. See docs/benchmarks.md. Five parts, each
 # one `python -m bench.e2e` invocation (its own control plane), 3 repeats each:
 #
 #   create   the create method (pods created while the scheduler runs), workloads basic, affinity, daemonset,
@@ -8,11 +8,13 @@
 #   backlog  backlog + ceiling methods, workload basic, 1000 nodes / 4000 measured pods
 #   density  the same with 30 pods per node bound before the scheduler starts (30,000 pods)
 #   xl       backlog + ceiling, workload basic, 5000 nodes / 10000 measured pods
+#   neighbour  the backlog part again beside one CPU-burning process (bench.e2e --neighbours 1)
 #
 # At the end it prints every part's table again, together. Raw samples go to
 # bench/results/<timestamp>-<part>.json (gitignored).
 #
-#   bash scripts/bench.sh                            # all four parts, full size: ~25 min (create 7, backlog 3.5, density 5, xl 9)
+#   bash scripts/bench.sh                            # all five parts, full size: ~29 min (create 7, backlog 3.5, density 5,
+#                                                    # xl 9, neighbour 4)
 #   bash scripts/bench.sh --quick                    # create, backlog, density at 100 nodes, 1 repeat (~3 min)
 #   bash scripts/bench.sh --parts backlog,xl         # only these parts
 #   bash scripts/bench.sh --size quick --repeats 1   # as before: --size/--repeats apply to every part, and an
@@ -26,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH=$PATH:/usr/local/go/bin
 
-parts=create,backlog,density,xl
+parts=create,backlog,density,xl,neighbour
 size=full
 repeats=3
 size_given=0
@@ -79,7 +81,10 @@ for part in ${parts//,/ }; do
             else
                 run_part xl --size xl --repeats "$repeats" --methods backlog,ceiling --workloads basic
             fi ;;
-        *) echo "bench.sh: unknown part '$part' (create, backlog, density, xl)" >&2; exit 2 ;;
+        neighbour)
+            run_part neighbour --size "$size" --repeats "$repeats" --methods backlog,ceiling --workloads basic \
+                --neighbours 1 ;;
+        *) echo "bench.sh: unknown part '$part' (create, backlog, density, xl, neighbour)" >&2; exit 2 ;;
     esac
 done
 

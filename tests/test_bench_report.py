@@ -4,6 +4,8 @@ ratios and ceiling fractions, and the rendered tables."""
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 import pytest
@@ -18,10 +20,12 @@ from bench.e2e import (
     SIZES,
     UPSTREAM,
     WORKLOADS,
+    Neighbours,
     NoRoom,
     RunContext,
     RunResult,
     Size,
+    _cpu_of,
     _node_status,
     ceiling_fraction,
     check_fits,
@@ -263,3 +267,18 @@ def test_create_table_keeps_its_columns_and_ignores_the_backlog_runs() -> None:
     assert _row(table, "py/upstream")[2:4] == ["1.50x", "1.00x"]
     assert "with 30" not in render_table(results, ["basic"], SIZES["quick"], density=30)
     assert "30 pods per node bound at creation" in render_table(results, ["basic"], SIZES["quick"], density=30)
+
+
+def test_neighbours_burn_cpu_until_stopped() -> None:
+    """--neighbours N starts N busy processes; stopping them reports the CPU they took and ends them."""
+    burners = Neighbours(1)
+    burners.start()
+    pids = [p.pid for p in burners._procs]
+    deadline = time.monotonic() + 20
+    while _cpu_of(pids[0]) < 0.05 and time.monotonic() < deadline:  # the machine may be busy
+        time.sleep(0.1)
+    assert burners.stop() >= 0.05
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert Neighbours(0).stop() == 0.0

@@ -31,11 +31,15 @@ from scheduler import caching
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.config.load import load_config
 from scheduler.config.types import SchedulerConfiguration
+from scheduler.core import schedule_one
+from scheduler.core.schedule_one import SchedulingAlgorithm
 from scheduler.framework import labels, quantity
+from scheduler.framework.fit_error import Diagnosis
 from scheduler.framework.interface import CycleState
 from scheduler.framework.runtime import Framework, ScoreResult
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo, memo_lookup
+from scheduler.logging_setup import V10
 from scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from scheduler.plugins.pod_topology_spread import PodTopologySpread
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
@@ -61,6 +65,19 @@ def _most_allocated() -> SchedulerConfiguration:
                     {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}},
                 ]
             }
+        ],
+    }
+    return load_config(raw, REGISTRY.keys(), parse_plugin_args, implements=implements)
+
+
+def _weighted() -> SchedulerConfiguration:
+    """Score weights other than 1 on plugins without NormalizeScore (the shape results sum them per node)."""
+    weights = {"NodeResourcesFit": 3, "NodeResourcesBalancedAllocation": 2, "ImageLocality": 4}
+    raw = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {"plugins": {"score": {"enabled": [{"name": n, "weight": w} for n, w in weights.items()]}}},
         ],
     }
     return load_config(raw, REGISTRY.keys(), parse_plugin_args, implements=implements)
@@ -219,6 +236,87 @@ def directed_workload(seed: int) -> list[JSON]:
     return objects
 
 
+def shapes_workload(seed: int) -> list[JSON]:
+    """Many pods of a few shapes, what the per-node results kept per shape serve (shape_results), with what
+    must make them be recomputed in between: nodes joining (a new node order, ImageLocality's spread), pods of
+    another shape landing, a ReplicaSet's pods (PodTopologySpread's default constraints score live every
+    cycle), soft taints and preferred node affinity (NormalizeScore over each cycle's scored nodes), host
+    ports, images, a higher-priority shape that preempts, and a pod that stays nominated to a node (which
+    must then be filtered afresh). (A file cannot change a node: simulate takes each object once.)"""
+    rng = random.Random(seed)
+    objects: list[JSON] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "web", "namespace": NAMESPACE, "uid": "uid-web"},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c"}]}},
+            },
+        },
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "urgent"}, "value": 1000},
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "squat"},
+            "value": 1000,
+            "preemptionPolicy": "Never",
+        },
+    ]
+
+    def node(i: int) -> JSON:
+        b = make_node(f"s{seed}-n{i}").zone("abc"[i % 3]).capacity(cpu=rng.choice(("2", "4")), memory="8Gi", pods="20")
+        if i % 3 == 1:
+            b.label("disk", "ssd")
+        if i % 4 == 2:
+            b.taint("soft", "", "PreferNoSchedule")
+        if i % 2 == 0:
+            b.image("img-a:1", 300 * 1024 * 1024)
+        if i % 5 == 0:
+            b.image("img-b:1", 700 * 1024 * 1024)
+        return b.obj()
+
+    count = rng.randint(3, 5)  # full before the end: pods fail, and the urgent ones preempt
+    objects += [node(i) for i in range(count)]
+
+    def web(i: int) -> JSON:
+        b = make_pod(f"web-{i}").labels(app="web").req(cpu="250m", memory="512Mi").image("img-a:1")
+        b.preferred_term(50, [{"key": "disk", "operator": "In", "values": ["ssd"]}])
+        return b.owner("ReplicaSet", "web", "uid-web").scheduler_name(SCHEDULER_NAME).obj()
+
+    def port(i: int) -> JSON:
+        b = make_pod(f"port-{i}").labels(app="port").req(cpu="100m").host_port(8080)
+        return b.toleration("soft", effect="PreferNoSchedule").scheduler_name(SCHEDULER_NAME).obj()
+
+    def batch(i: int) -> JSON:
+        b = make_pod(f"batch-{i}").labels(app="batch").req(cpu="500m", memory="1Gi").image("img-b:1")
+        return b.scheduler_name(SCHEDULER_NAME).obj()
+
+    def urgent(i: int) -> JSON:
+        pod = make_pod(f"urgent-{i}").labels(app="urgent").req(cpu="3", memory="2Gi").scheduler_name(SCHEDULER_NAME)
+        obj = pod.obj()
+        obj["spec"]["priorityClassName"] = "urgent"
+        return obj
+
+    def squatter(i: int) -> JSON:
+        """Nominated to a node it does not fit (a dump's status.nominatedNodeName), never preempting: it stays
+        nominated there, and lower-priority pods must count it on that node from then on."""
+        pod = make_pod(f"squat-{i}").labels(app="squat").req(cpu="5").scheduler_name(SCHEDULER_NAME)
+        obj = pod.obj()
+        obj["spec"]["priorityClassName"] = "squat"
+        obj["status"] = {"nominatedNodeName": f"s{seed}-n{rng.randrange(count)}"}
+        return obj
+
+    makers = [web, web, port, port, batch, batch]
+    pods = [makers[rng.randrange(len(makers))](i) for i in range(rng.randint(24, 40))]
+    third = len(pods) // 3
+    objects += [*pods[: third // 2], squatter(0), *pods[third // 2 : third], node(count), node(count + 1)]
+    objects += [*pods[third : 2 * third], node(count + 2)]
+    objects += [*(urgent(i) for i in range(rng.randint(1, 3))), *pods[2 * third :]]
+    return objects
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Running it and recording everything the scheduler decided
 
@@ -238,10 +336,20 @@ class Recorder:
         self.scores.clear()
 
 
+def _verdict(st: Status | None) -> Any:
+    return None if st is None else (st.code, st.reasons, st.plugin)
+
+
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
+    """Records at the level of what a cycle decided, which the kept per-node results of pods of one shape
+    (scheduler.framework.shape_results) must not change: the walk's verdict of every node it visited, every
+    scored node's per-plugin scores and totals (the V(10) score log, which both paths fill), and every Filter
+    run outside the walk (nominated nodes, preemption's what-ifs)."""
     rec = Recorder()
-    set_nominated, run_filters, run_score = MemoryCluster._set_nominated, Framework.run_filters, Framework.run_score
+    set_nominated, run_filters = MemoryCluster._set_nominated, Framework.run_filters
+    walk = SchedulingAlgorithm.find_nodes_that_pass_filters
+    walking = [0]
 
     def nominate(self: MemoryCluster, uid: str, node_name: str) -> None:
         rec.nominations.append((uid, node_name))
@@ -251,25 +359,44 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
         self: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[list[Status | None], Status | None]:
         statuses, err = run_filters(self, state, pod, nodes)
-        verdicts = [
-            (n.name, None if st is None else (st.code, st.reasons, st.plugin))
-            for n, st in zip(nodes, statuses, strict=True)
-        ]
-        rec.filters.append((pod.key, (*verdicts, ("error", err and err.message()))))
+        if not walking[0]:  # inside a cycle's walk the kept verdicts decide which nodes run the plugins
+            verdicts = [(n.name, _verdict(st)) for n, st in zip(nodes, statuses, strict=True)]
+            rec.filters.append((pod.key, (*verdicts, ("error", err and err.message()))))
         return statuses, err
 
-    def score(
-        self: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> tuple[ScoreResult, Status | None]:
-        result, err = run_score(self, state, pod, nodes)
+    def walked(
+        self: SchedulingAlgorithm,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        diagnosis: Diagnosis,
+        nodes: list[NodeInfo],
+    ) -> list[NodeInfo]:
+        before = set(diagnosis.node_to_status)
+        walking[0] += 1
+        try:
+            feasible = walk(self, fwk, state, pod, diagnosis, nodes)
+        finally:
+            walking[0] -= 1
+        rejected = tuple((n, _verdict(st)) for n, st in diagnosis.node_to_status.items() if n not in before)
+        rec.filters.append((pod.key, (("feasible", tuple(n.name for n in feasible)), *rejected)))
+        return feasible
+
+    def scores(pod: PodInfo, nodes: list[NodeInfo], result: ScoreResult) -> None:
         per_plugin = tuple((name, tuple(values)) for name, values in result.per_plugin)
         rec.scores.append((pod.key, tuple(n.name for n in nodes), per_plugin, tuple(result.totals)))
-        return result, err
 
     monkeypatch.setattr(MemoryCluster, "_set_nominated", nominate)
     monkeypatch.setattr(Framework, "run_filters", filters)
-    monkeypatch.setattr(Framework, "run_score", score)
-    yield rec
+    monkeypatch.setattr(SchedulingAlgorithm, "find_nodes_that_pass_filters", walked)
+    monkeypatch.setattr(schedule_one, "log_scores", scores)
+    # The per-plugin scores are only computed for the V(10) log (whose writer is the recorder above).
+    level = schedule_one.log.level
+    schedule_one.log.setLevel(V10)
+    try:
+        yield rec
+    finally:
+        schedule_one.log.setLevel(level)
 
 
 def run(objects: list[JSON], seed: int, config: SchedulerConfiguration | None) -> SimulationResult:
@@ -335,11 +462,17 @@ def _lru_entries() -> int:
 
 # What each seed's run with caches exercised (filled by the parity test, or on demand by the last test).
 _EXERCISED: dict[int, dict[str, int]] = {}
+# Per-node results the shape workloads' runs read back and computed (filled by their parity test).
+_SHAPES_EXERCISED: dict[str, int] = {}
 
 
 def _exercised(result: SimulationResult, got: dict[str, Any]) -> dict[str, int]:
     ipa, pts = _plugins(result)
+    assert result.scheduler is not None
+    (shapes,) = result.scheduler.algorithm.shapes.values()
     return {
+        "shape filter reuse": shapes.stats["filter_reused"],
+        "shape score reuse": shapes.stats["score_reused"],
         "bindings": len(got["bindings"]),
         "failures": sum(1 for e in got["events"] if e[3] == "FailedScheduling"),
         "evictions": len(got["evictions"]),
@@ -351,15 +484,27 @@ def _exercised(result: SimulationResult, got: dict[str, Any]) -> dict[str, int]:
 
 
 def run_both(
-    objects: list[JSON], seed: int, config: SchedulerConfiguration | None, rec: Recorder, *, note: bool = False
+    objects: list[JSON],
+    seed: int,
+    config: SchedulerConfiguration | None,
+    rec: Recorder,
+    *,
+    note: bool = False,
+    note_shapes: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(decisions with every cache, decisions without any); checks each run really had its caches on or off.
-    `note`: keep what the run with caches exercised for the last test."""
+    `note`: keep what the run with caches exercised for the last test; `note_shapes`: keep how many per-node
+    results the shape results served and computed."""
     with caching.caches_enabled():  # emptied on entry
         cached = run(copy.deepcopy(objects), seed, config)
         with_caches = decisions(cached, rec)
         if note:
             _EXERCISED[seed] = _exercised(cached, with_caches)
+        if note_shapes:
+            assert cached.scheduler is not None
+            for shapes in cached.scheduler.algorithm.shapes.values():
+                for key, value in shapes.stats.items():
+                    _SHAPES_EXERCISED[key] = _SHAPES_EXERCISED.get(key, 0) + value
         assert _lru_entries() > 0  # quantities went through the lru_caches (memos and sums: the last test)
     rec.clear()
     with caching.caches_disabled():
@@ -405,6 +550,16 @@ def test_decisions_do_not_depend_on_caches_directed(seed: int, recorder: Recorde
     assert with_caches == without, _first_difference(with_caches, without)
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["default-weights", "other-weights"])
+@pytest.mark.parametrize("seed", SEEDS[:8])
+def test_decisions_do_not_depend_on_caches_shapes(seed: int, weighted: bool, recorder: Recorder) -> None:
+    """Pods of a few shapes between node changes (shapes_workload): the kept per-shape results change nothing,
+    with the default score weights and with others."""
+    config = _weighted() if weighted else None
+    with_caches, without = run_both(shapes_workload(seed), seed, config, recorder, note_shapes=True)
+    assert with_caches == without, _first_difference(with_caches, without)
+
+
 def test_the_workloads_exercise_what_the_caches_serve(recorder: Recorder) -> None:
     """Not vacuous: over the seeds, pods bind, pods fail with messages, preemption nominates and evicts, and the
     node memos and InterPodAffinity's and PodTopologySpread's kept sums are filled."""
@@ -418,6 +573,8 @@ def test_the_workloads_exercise_what_the_caches_serve(recorder: Recorder) -> Non
         for key, value in _EXERCISED[seed].items():
             totals[key] = totals.get(key, 0) + value
     assert totals and all(v > 0 for v in totals.values()), totals
+    if _SHAPES_EXERCISED:  # the shape workloads ran in this session: they reused and recomputed rows
+        assert all(v > 0 for v in _SHAPES_EXERCISED.values()), _SHAPES_EXERCISED
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.cli import main
+from scheduler.core.explain import render_text
 from scheduler.simulate import InputError, SimulationResult, load_documents, render_table, simulate
 from scheduler.testing import make_node, make_pod
 
@@ -172,14 +173,14 @@ def test_a_malformed_pv_fails_its_own_class_and_does_not_stall_provisioning() ->
 
 
 def test_json_output_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    """--output json prints exactly {"pods": [{"namespace","name","node","message","preemptedBy"}],
+    """--output json prints exactly {"pods": [{"namespace","name","node","message","preemptedBy","devices"}],
     "preemptions": [...]}."""
     code = main(["simulate", str(EXAMPLES / "host-ports.yaml"), "--output", "json"])
     captured = capsys.readouterr()
     assert code == 0
     doc = json.loads(captured.out)
     assert list(doc) == ["pods", "preemptions"]
-    assert all(list(p) == ["namespace", "name", "node", "message", "preemptedBy"] for p in doc["pods"])
+    assert all(list(p) == ["namespace", "name", "node", "message", "preemptedBy", "devices"] for p in doc["pods"])
     assert doc["pods"] == [
         {
             "namespace": "kube-system",
@@ -187,9 +188,19 @@ def test_json_output_shape(capsys: pytest.CaptureFixture[str]) -> None:
             "node": None,
             "message": PORTS_MESSAGE,
             "preemptedBy": None,
+            "devices": [],
         }
         for n in "abc"
-    ] + [{"namespace": "kube-system", "name": "coredns-node-d", "node": "node-d", "message": None, "preemptedBy": None}]
+    ] + [
+        {
+            "namespace": "kube-system",
+            "name": "coredns-node-d",
+            "node": "node-d",
+            "message": None,
+            "preemptedBy": None,
+            "devices": [],
+        }
+    ]
     assert doc["preemptions"] == []
 
 
@@ -430,6 +441,7 @@ def test_a_pod_placed_earlier_and_then_evicted_is_reported_as_preempted() -> Non
         "node": None,
         "message": None,
         "preemptedBy": "ns/urgent",
+        "devices": [],
     }
     assert by_name["urgent"].node == "n1"
     assert "<preempted>" in render_table(result) and "evicted by ns/urgent" in render_table(result)
@@ -738,6 +750,28 @@ def test_field_stories_end_with_the_fix_the_readme_shows(
     assert lines[start + 1] == fix
     readme = (EXAMPLES.parent / "README.md").read_text()
     assert fix.strip() in readme
+
+
+def test_dra_example_places_every_gpu_once_and_explains_the_pod_left_out() -> None:
+    """examples/dra.yaml: a claim, a template's claim (made by the simulated controller), an extended resource
+    backed by DRA each get one of node-b's three GPUs; the pod wanting two 80Gi GPUs is told which claim holds
+    the only one."""
+    result = simulate(load_documents((EXAMPLES / "dra.yaml").read_text(encoding="utf-8")))
+    got = {o.name: (o.node, [(d.request, d.device) for d in o.devices]) for o in result.outcomes}
+    assert got["trainer"] == ("node-b", [("gpu", "gpu-0")])
+    assert got["worker"] == ("node-b", [("gpu", "gpu-1")])
+    assert got["legacy"] == ("node-b", [("container-0-request-0", "gpu-2")])
+    assert got["eval"] == (None, [])
+    assert _messages(result)["ml/eval"] == (
+        "0/2 nodes are available: 2 cannot allocate all claims. preemption: 0/2 nodes are available: 2 "
+        "Preemption is not helpful for scheduling."
+    )
+    worker = next(o for o in result.outcomes if o.name == "worker")
+    assert worker.devices[0].claim.startswith("ml/worker-gpu-")
+    assert "DEVICES" in render_table(result) and "trainer-gpu/gpu=gpu.example.com/node-b/gpu-0" in render_table(result)
+    text = render_text(result.explain("ml", "eval"))
+    assert "node-a: no ResourceSlice publishes devices for this node" in text
+    assert f"device gpu.example.com/node-b/gpu-1: already allocated to claim {worker.devices[0].claim}" in text
 
 
 @pytest.mark.parametrize("pinned", [pytest.param(True, id="created-with-node-name"),

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.adapters.memory_claims import ClaimWrites, ResourceClaimController, default_claim_spec
 from scheduler.admission import copy_topology_labels
 from scheduler.core.api import (
     ACTION_BINDING,
@@ -32,7 +33,14 @@ from scheduler.core.api import (
 from scheduler.core.event_handlers import MODIFIED
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.fit_error import truncate_message
-from scheduler.framework.objects import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS, object_key
+from scheduler.framework.objects import (
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    STORAGE_CLASS,
+    object_key,
+)
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.types import PodInfo
 from scheduler.storage import volume as st
@@ -87,6 +95,10 @@ class MemoryCluster:
         self.evictions: list[Eviction] = []  # preemptions, in the order the victims were deleted
         self.scheduler: Scheduler | None = None
         self.volumes = VolumeController(self)
+        # kube-controller-manager's resourceclaim controller and a DRA driver (templates make claims, devices
+        # report their binding conditions met), and the ResourceClaim writes of DynamicResources.
+        self.claims = ResourceClaimController(self)
+        self._claim_writes = ClaimWrites(self)
         self._resource_version = 0
         # Set to False to act as a cluster whose provisioner never answers (tests of bindTimeoutSeconds).
         self.provisioning = True
@@ -118,6 +130,8 @@ class MemoryCluster:
         uid = self._uid(obj)
         kind = MODIFIED if uid in self.pods else "ADDED"
         self.pods[uid] = obj
+        if self.claims.pod_applied(obj):
+            parsed = None  # its status now names the claims made for it
         if self.scheduler is not None:
             self.scheduler.events.on_pod_event(kind, self.pods[uid], parsed)
 
@@ -125,11 +139,16 @@ class MemoryCluster:
         """Create or update an object of another kind (scheduler.framework.objects.KINDS).
 
         API-server defaulting the scheduler relies on is applied (a StorageClass's volumeBindingMode is
-        Immediate unless set), and the PV controller then reacts to storage objects.
+        Immediate unless set; a claim's requests are ExactCount of 1 unless set), and the PV controller then
+        reacts to storage objects.
         """
         kind = str(obj["kind"])
         if kind == STORAGE_CLASS and obj.get("volumeBindingMode") is None:
             obj["volumeBindingMode"] = "Immediate"
+        elif kind == RESOURCE_CLAIM:
+            default_claim_spec(obj.get("spec"))
+        elif kind == RESOURCE_CLAIM_TEMPLATE and isinstance(obj.get("spec"), dict):
+            default_claim_spec(obj["spec"].get("spec"))
         meta = obj.setdefault("metadata", {})
         if not meta.get("uid"):  # the API server gives every object a uid and a resourceVersion
             namespace, name = object_key(obj)
@@ -139,6 +158,10 @@ class MemoryCluster:
         self._store(obj)
         if kind in (PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS):
             self.volumes.reconcile()
+        if kind == RESOURCE_CLAIM_TEMPLATE:  # pods that waited for it get their claims now
+            for pod in list(self.pods.values()):
+                if self.claims.pod_applied(pod) and self.scheduler is not None:
+                    self.scheduler.events.on_pod_event(MODIFIED, pod)
 
     def _store(self, obj: JSON) -> JSON:
         """Put an object of another kind into the store and tell the scheduler, as its watch would."""
@@ -174,6 +197,8 @@ class MemoryCluster:
         obj = self.pods.pop(uid, None)
         if obj is not None and self.scheduler is not None:
             self.scheduler.events.on_pod_event("DELETED", obj)
+        if obj is not None:
+            self.claims.pod_gone(obj)
 
     def delete_node(self, name: str) -> None:
         obj = self.nodes.pop(name, None)
@@ -222,6 +247,34 @@ class MemoryCluster:
         written = self.write_object(new)
         self.volumes.reconcile()
         return copy.deepcopy(written)
+
+    # ------------------------------------------------------------------ ClusterAPI: ResourceClaims
+
+    async def get_resource_claim(self, namespace: str, name: str) -> JSON:
+        return await self._claim_writes.get_resource_claim(namespace, name)
+
+    async def create_resource_claim(self, claim: Mapping[str, Any]) -> JSON:
+        return await self._claim_writes.create_resource_claim(claim)
+
+    async def update_resource_claim(self, claim: Mapping[str, Any]) -> JSON:
+        return await self._claim_writes.update_resource_claim(claim)
+
+    async def update_resource_claim_status(self, claim: Mapping[str, Any]) -> JSON:
+        return await self._claim_writes.update_resource_claim_status(claim)
+
+    async def unreserve_resource_claim(self, namespace: str, name: str, claim_uid: str, pod_uid: str) -> None:
+        await self._claim_writes.unreserve_resource_claim(namespace, name, claim_uid, pod_uid)
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> None:
+        await self._claim_writes.delete_resource_claim(namespace, name)
+
+    async def patch_pod_extended_resource_claim_status(self, pod: PodInfo, status: Mapping[str, Any]) -> None:
+        await self._claim_writes.patch_pod_extended_resource_claim_status(pod, status)
+
+    def record_pod_event(self, pod: PodInfo, event_type: str, reason: str, action: str, note: str) -> None:
+        self.events.append(
+            RecordedEvent(pod.namespace, pod.name, event_type, reason, action, note, pod.scheduler_name)
+        )
 
     def record_scheduled(self, pod: PodInfo, node_name: str) -> None:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}"

@@ -20,11 +20,10 @@ KIND = "KubeSchedulerConfiguration"
 # restricted to the plugins pyscheduler implements. To support another default plugin, insert it at its
 # upstream position (listed alongside):
 #   ... NodeResourcesFit(1), VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-#   PodTopologySpread(2), InterPodAffinity(2), [DynamicResources(2): DynamicResourceAllocation, GA],
+#   PodTopologySpread(2), InterPodAffinity(2), DynamicResources(2) (DynamicResourceAllocation, GA),
 #   DefaultPreemption, NodeResourcesBalancedAllocation(1), ImageLocality(1), DefaultBinder,
 #   NodeDeclaredFeatures (appended: the NodeDeclaredFeatures gate, GA and locked in v1.37).
-# That is 20 plugins upstream; pyscheduler runs 19 and refuses the pods DynamicResources would decide
-# (scheduler/core/unsupported.py).
+# That is 20 plugins upstream, and pyscheduler runs all 20.
 # NodeName precedes NodeUnschedulable as in upstream v1.37 default_plugins.go (v1.30-era releases had
 # NodeUnschedulable first). Both are Filter-only; the order only decides which reason a node that fails
 # both reports.
@@ -43,7 +42,9 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
-    # [DynamicResources(2)] goes here upstream.
+    # applyFeatureGates inserts it right before DefaultPreemption (DynamicResourceAllocation is GA and
+    # locked): "better to deallocate an idle ResourceClaim than to evict a pod".
+    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),

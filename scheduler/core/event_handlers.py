@@ -69,10 +69,18 @@ class EventHandlers:
     def on_node_event(self, kind: str | None, obj: Mapping[str, Any]) -> None:
         """Apply a node watch event (kind None is an object from a LIST)."""
         s = self.s
-        name = str((obj.get("metadata") or {}).get("name") or "")
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
         if kind == DELETED:
             if name:
                 s.cache.remove_node(name)
+            return
+        version = str(meta.get("resourceVersion") or "") if kind in (None, ADDED) else ""
+        held = s.cache.get_node(name) if version else None
+        if held is not None and held.node is not None and held.node.resource_version == version:
+            # A listed or re-added node at the very version the cache holds (kopf's node LIST replays what the
+            # initial sync applied): nothing changed, and touching the node would re-clone it into the snapshot
+            # and drop every result kept for it. (A MODIFIED event is always applied.)
             return
         try:
             record = parse_node(obj)

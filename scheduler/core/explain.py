@@ -26,6 +26,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.framework.yaml_flow import flow
 from scheduler.plugins.default_preemption import PREEMPT_NEVER, DefaultPreemption
+from scheduler.plugins.dynamic_resources import DynamicResources
 
 API_VERSION = "explain.pyscheduler.io/v1"
 MAX_GROUP_NAMES = 5  # node names shown per group of nodes sharing a decisive reason
@@ -111,6 +112,7 @@ class Explanation:
     unsupported: list[str] = field(default_factory=list)  # fields the fail-closed guard refuses the pod for
     fixes: list[Fix] = field(default_factory=list)  # for a pod that fits nowhere: ranked, proven changes
     preemption: PreemptionView | None = None  # for a pod that fits nowhere, when a profile preempts
+    deallocation: str = ""  # what DynamicResources' PostFilter would release first (dry run)
     error: Status | None = None  # a plugin Error that fails the whole cycle (SchedulerError, no preemption)
 
     def groups(self) -> list[tuple[str, list[str]]]:
@@ -179,6 +181,7 @@ class Explanation:
             "why": self.why(),
             "groups": [{"reason": r, "count": len(names), "nodes": names} for r, names in self.groups()],
             "preemption": self.preemption.to_json() if self.preemption is not None else None,
+            "deallocation": self.deallocation or None,
             "bestNodes": self.best,
             "nodes": [
                 {
@@ -328,24 +331,38 @@ def _explain_preemption(
     and its message as the end of the FailedScheduling message (diagnosis.post_filter_msg)."""
     if pod.node_name:
         return
-    stand_in = fwk.dra_post_filter_error(state) if fwk.has_post_filter_plugins() else None
-    if stand_in is not None:  # upstream's DynamicResources PostFilter fails first: no preemption is tried
-        diagnosis.post_filter_msg = stand_in.message()
-        expl.preemption = PreemptionView(
-            "error",
-            f"preemption is not tried: {stand_in.plugin}'s PostFilter fails first with {stand_in.message()!r} "
-            "(its PreFilter did not run after the PreFilter rejection)",
-        )
-        return
-    plugin = next((p for p in fwk.post_filter if isinstance(p, DefaultPreemption)), None)
+    # The PostFilter plugins before DefaultPreemption, dry-run in order as RunPostFilterPlugins runs them
+    # (DynamicResources: which claim it would deallocate; an Error ends PostFilter before any preemption).
+    reasons: list[str] = []
+    plugin: DefaultPreemption | None = None
+    for pl in fwk.post_filter:
+        if isinstance(pl, DefaultPreemption):
+            plugin = pl
+            break
+        if not isinstance(pl, DynamicResources):
+            continue
+        status, action = pl.dry_run_post_filter(state, pod)
+        if status.code == Code.ERROR:
+            diagnosis.post_filter_msg = status.message()
+            expl.preemption = PreemptionView(
+                "error",
+                f"preemption is not tried: {pl.name}'s PostFilter fails first with {status.message()!r} "
+                "(its PreFilter did not run after the PreFilter rejection)",
+            )
+            return
+        reasons.extend(status.reasons)
+        if action:
+            expl.deallocation = action
     if plugin is None:
+        if reasons:
+            diagnosis.post_filter_msg = ", ".join(reasons)
         return
     try:
         evaluation, message = plugin.explain(fwk, state, pod, diagnosis.node_to_status_view(), snapshot)
     except Exception as exc:  # an explanation must not fail because of one part of it
         expl.preemption = PreemptionView("error", f"preemption could not be evaluated: {exc}")
         return
-    diagnosis.post_filter_msg = message
+    diagnosis.post_filter_msg = ", ".join([*reasons, message]) if message else ", ".join(reasons)
     view = PreemptionView("not helpful", message)
     status = evaluation.status
     if status.code == Code.ERROR:
@@ -446,6 +463,9 @@ def render_text(expl: Explanation, all_nodes: bool = False) -> str:
         out.extend(_fix_lines(expl.fixes))
     elif expl.message and not expl.unsupported and expl.error is None:
         out.append("What would make it fit: no single change (or pair of changes) found by the plugins")
+    if expl.deallocation:
+        out.append("DynamicResources PostFilter (dry run: nothing is written by explaining):")
+        out.append(f"  {expl.deallocation}")
     if expl.preemption is not None:
         out.extend(_render_preemption(expl.preemption))
     if expl.message:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TextIO
 
-from scheduler.config.defaults import DEFAULT_MULTI_POINT, UPSTREAM_PLUGIN_NAMES
+from scheduler.config.defaults import UPSTREAM_PLUGIN_NAMES
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import effective_plugins, load_config, upstream_runs
 from scheduler.config.types import EXTENSION_POINTS, POINT_YAML_KEYS, Profile, SchedulerConfiguration
@@ -20,13 +20,10 @@ from scheduler.core.api import ClusterAPI
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.interface import Handle, Plugin
 from scheduler.framework.observer import Observer
-from scheduler.framework.runtime import DYNAMIC_RESOURCES, DraPostFilter, Framework, PluginResultError
+from scheduler.framework.runtime import Framework, PluginResultError
 from scheduler.plugins.registry import PluginLoadError, PluginRegistry
 
 _registry: PluginRegistry | None = None
-
-# Upstream default plugins with a PreFilter ordered before DynamicResources that pyscheduler may not have yet.
-UPSTREAM_BEFORE_DRA = frozenset({"PodTopologySpread", "InterPodAffinity"})
 
 
 def install_plugins(refs: Iterable[str] = (), *, entry_points: bool = True) -> PluginRegistry:
@@ -116,23 +113,9 @@ def build_framework(
         percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
         observer=observer,
         upstream_plugins=frozenset(n for n in UPSTREAM_PLUGIN_NAMES if upstream_runs(profile, n)),
-        dra_post_filter=_dra_post_filter(profile, reg),
     )
     fwk.rebuild = lambda other: build_framework(profile, other, None, reg)
     return fwk
-
-
-def _dra_post_filter(profile: Profile, reg: PluginRegistry) -> DraPostFilter | None:
-    """What stands in for upstream's DynamicResources PostFilter in this profile (None: upstream would not run
-    it, or a plugin of that name is installed). In upstream's default order it comes after every default
-    plugin listed before DefaultPreemption; plugins a configuration adds come after it."""
-    if DYNAMIC_RESOURCES in reg or not upstream_runs(profile, DYNAMIC_RESOURCES, ("post_filter",)):
-        return None
-    if not upstream_runs(profile, DYNAMIC_RESOURCES, ("pre_filter",)):
-        return DraPostFilter(None)
-    names = [r.name for r in DEFAULT_MULTI_POINT]
-    before = names[: names.index("DefaultPreemption")] if "DefaultPreemption" in names else names
-    return DraPostFilter(frozenset(before) | UPSTREAM_BEFORE_DRA)
 
 
 def build_scheduler(

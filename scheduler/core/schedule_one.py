@@ -21,6 +21,7 @@ import random
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
+from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 from scheduler import caching
@@ -36,6 +37,7 @@ from scheduler.core.api import (
 from scheduler.framework.fit_error import Diagnosis, FitError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState
 from scheduler.framework.runtime import Framework, ScoreResult
+from scheduler.framework.shape_results import ShapeResults
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, error_status
 from scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
@@ -78,12 +80,20 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
 
 
 class SchedulingAlgorithm:
-    """State that outlives one attempt: the rotating start index and the tie-breaking random source."""
+    """State that outlives one attempt: the rotating start index, the tie-breaking random source and each
+    profile's per-node results kept for pods of one shape (`shape_results`)."""
 
     def __init__(self, percentage_of_nodes_to_score: int = 0, seed: int | None = None) -> None:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self.rng = random.Random(seed)
+        self.shapes: dict[Framework, ShapeResults] = {}
+
+    def shape_results(self, fwk: Framework) -> ShapeResults:
+        shapes = self.shapes.get(fwk)
+        if shapes is None:
+            shapes = self.shapes[fwk] = ShapeResults(fwk)
+        return shapes
 
     # ------------------------------------------------------------------ schedulePod
 
@@ -99,7 +109,7 @@ class SchedulingAlgorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1)
-        totals = self.prioritize_nodes(fwk, state, pod, feasible)
+        totals = self.prioritize_nodes(fwk, state, pod, feasible, snapshot)
         return ScheduleResult(self.select_host(feasible, totals), evaluated, len(feasible))
 
     # ------------------------------------------------------------------ filtering
@@ -173,10 +183,10 @@ class SchedulingAlgorithm:
         if not fwk.has_score_plugins():
             num_to_find = 1
         start = self.next_start_node_index % num_all
-        ordered = nodes[start:] + nodes[:start] if start else nodes
         if not fwk.has_filter_plugins():
-            return ordered[:num_to_find]
+            return _rotated(nodes, start, 0, num_to_find)
 
+        run = self.shape_results(fwk).filter_run(state, pod)
         t0 = time.perf_counter()
         feasible: list[NodeInfo] = []
         statuses = diagnosis.node_to_status
@@ -187,8 +197,8 @@ class SchedulingAlgorithm:
             while pos < num_all and len(feasible) < num_to_find:
                 # Batches as large as the remaining need; a small floor keeps mostly-full clusters fast.
                 need = num_to_find - len(feasible)
-                chunk = ordered[pos : pos + max(need, 64)]
-                results, err = fwk.run_filters_with_nominated_pods(state, pod, chunk)
+                chunk = _rotated(nodes, start, pos, max(need, 64))
+                results, err = run(state, pod, chunk)
                 if err is not None:
                     code = Code.ERROR
                     for node, st in zip(chunk, results, strict=True):
@@ -216,7 +226,7 @@ class SchedulingAlgorithm:
     # ------------------------------------------------------------------ scoring
 
     def prioritize_nodes(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], snapshot: Snapshot
     ) -> list[int]:
         """Total weighted score per node; every node scores 1 when no Score plugin is enabled."""
         if not fwk.has_score_plugins():
@@ -224,20 +234,41 @@ class SchedulingAlgorithm:
         status = fwk.run_pre_score(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
-        result, status = fwk.run_score(state, pod, nodes)
-        if status is not None:
-            raise SchedulingError(status)
-        if log.isEnabledFor(V10):
+        detail = log.isEnabledFor(V10)
+        shapes = self.shape_results(fwk)
+        key = shapes.score_key(state, pod, snapshot) if shapes.enabled else None
+        result = shapes.run_score(key, state, pod, nodes, detail) if key is not None else None
+        if result is None:  # no kept rows for this pod, or something the plain path must report
+            result, status = fwk.run_score(state, pod, nodes)
+            if status is not None:
+                raise SchedulingError(status)
+        if detail:
             log_scores(pod, nodes, result)
         return result.totals
 
     def select_host(self, nodes: list[NodeInfo], totals: list[int]) -> str:
         """Highest total wins; ties are broken at random (reproducible under a seed)."""
         best = max(totals)
-        winners = [i for i, t in enumerate(totals) if t == best]
-        if len(winners) == 1:
-            return nodes[winners[0]].name
-        return nodes[winners[self.rng.randrange(len(winners))]].name
+        ties = totals.count(best)
+        if ties == 1:
+            return nodes[totals.index(best)].name
+        winners = list(compress(range(len(totals)), map(best.__eq__, totals)))  # the positions of the ties
+        return nodes[winners[self.rng.randrange(ties)]].name
+
+
+def _rotated(nodes: list[NodeInfo], start: int, pos: int, size: int) -> list[NodeInfo]:
+    """`(nodes[start:] + nodes[:start])[pos : pos + size]` without building the rotated list (a pass over
+    every node of the cluster each cycle)."""
+    n = len(nodes)
+    count = min(pos + size, n) - pos
+    if count <= 0:
+        return []
+    first = start + pos
+    if first >= n:
+        first -= n
+    if first + count <= n:
+        return nodes[first : first + count]
+    return nodes[first:] + nodes[: first + count - n]
 
 
 def log_scores(pod: PodInfo, nodes: list[NodeInfo], result: ScoreResult) -> None:

@@ -30,6 +30,7 @@ from scheduler.framework.runtime import Framework, PluginErrorLog, WaitingPod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, QueuedPodInfo
+from scheduler.plugins.dynamic_resources.tracker import DraManager
 
 log = logging.getLogger("pyscheduler.scheduler")
 
@@ -116,6 +117,14 @@ class SchedulerHandle:
     def volume_writer(self) -> ClusterAPI:
         return self._scheduler.api
 
+    @property
+    def claim_writer(self) -> ClusterAPI:
+        return self._scheduler.api
+
+    @property
+    def dra_manager(self) -> DraManager:
+        return self._scheduler.dra_manager
+
     def pod_exists(self, uid: str) -> bool:
         s = self._scheduler
         return uid in s.pending or s.cache.get_pod(uid) is not None
@@ -139,6 +148,8 @@ class ExplainHandle:
         self._pods.update(scheduler.pending)
         self._seed = scheduler.seed
         self._observer = Observer()
+        # The scheduler's allocations in flight and assumed claims count in the explanation too.
+        self._dra_manager = scheduler.dra_manager.copy_onto(self._objects)
         self.frameworks: dict[str, Framework] = {}
 
     def snapshot(self) -> Snapshot:
@@ -193,6 +204,14 @@ class ExplainHandle:
     def volume_writer(self) -> ClusterAPI:
         raise RuntimeError("an explanation never writes volumes")
 
+    @property
+    def claim_writer(self) -> ClusterAPI:
+        raise RuntimeError("an explanation never writes ResourceClaims")
+
+    @property
+    def dra_manager(self) -> DraManager:
+        return self._dra_manager
+
     def pod_exists(self, uid: str) -> bool:
         return uid in self._pods
 
@@ -219,6 +238,8 @@ class Scheduler:
         self.observer = observer or Observer()
         self.cache = Cache()
         self.objects = ClusterObjects()
+        # DynamicResources' claim tracking, shared by every profile (upstream's SharedDRAManager).
+        self.dra_manager = DraManager(self.objects)
         self.snapshot = Snapshot()
         self.algorithm = SchedulingAlgorithm(percentage_of_nodes_to_score, seed)
         self.binder = _Binder(api)
@@ -386,6 +407,8 @@ class Scheduler:
             "waiting_pods": sum(len(f.waiting_pods) for f in self.profiles.values()),
             "snapshot_nodes": len(self.snapshot.node_info_map),
             "objects": sum(self.objects.counts().values()),
+            "dra_in_flight": len(self.dra_manager.claims.in_flight),
+            "dra_assumed": self.dra_manager.claims.assumed_count(),
         }
         sizes.update({f"queue_{k}": v for k, v in self.queue.sizes().items()})
         sizes.update({f"cache_{k}": v for k, v in self.cache.sizes().items()})

@@ -77,6 +77,7 @@ from scheduler.framework.interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
     VolumeWriter,
     WaitingPodView,
 )
@@ -143,6 +144,7 @@ __all__ = [
     "ScorePlugin",
     "Selector",
     "SelectorError",
+    "SignPlugin",
     "Snapshot",
     "Status",
     "Taint",

@@ -182,6 +182,56 @@ class VolumeWriter(Protocol):
     async def update_persistent_volume_claim(self, pvc: Mapping[str, Any]) -> dict[str, Any]: ...
 
 
+class ConflictError(Exception):
+    """A write was refused because the object changed meanwhile (409 Conflict): re-read it and retry."""
+
+
+class NotFoundError(Exception):
+    """The object of a write or a read does not exist (404)."""
+
+
+class ClaimWriter(Protocol):
+    """The ResourceClaim (and pod status) writes DynamicResources makes, as upstream's plugin makes them.
+
+    Each returns the object as the API server stored it. Implementations time out every call and raise
+    ConflictError (409), NotFoundError (404) or another exception whose text is the API server's message
+    (which becomes the pod's failure message).
+    """
+
+    async def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        """GET the claim (after a conflict, the latest version)."""
+        ...
+
+    async def create_resource_claim(self, claim: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a claim (the one the scheduler makes for extended resources backed by DRA)."""
+        ...
+
+    async def update_resource_claim(self, claim: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the claim (metadata.finalizers)."""
+        ...
+
+    async def update_resource_claim_status(self, claim: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the claim's status subresource (allocation, reservedFor; deallocation)."""
+        ...
+
+    async def unreserve_resource_claim(self, namespace: str, name: str, claim_uid: str, pod_uid: str) -> None:
+        """Remove one consumer from status.reservedFor (a strategic merge patch of the status, so it needs no
+        latest version)."""
+        ...
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> None:
+        """DELETE the claim (NotFoundError when it is gone already)."""
+        ...
+
+    async def patch_pod_extended_resource_claim_status(self, pod: PodInfo, status: Mapping[str, Any]) -> None:
+        """Set the pod's status.extendedResourceClaimStatus (the claim made for its extended resources)."""
+        ...
+
+    def record_pod_event(self, pod: PodInfo, event_type: str, reason: str, action: str, note: str) -> None:
+        """Emit an event about the pod (e.g. Normal BindingConditionsPending), asynchronously."""
+        ...
+
+
 class WaitingPodView(Protocol):
     """A pod parked at Permit (upstream framework.WaitingPod): allow or reject it from any plugin code."""
 
@@ -217,7 +267,8 @@ class Handle(Protocol):
     - `binder`: the write DefaultBinder uses;
     - `objects`: Namespaces, PVCs, ConfigMaps... of the kinds the plugin declared in `object_kinds`;
     - waiting pods: Permit plugins that return WAIT find their pods again here to allow or reject them;
-    - `volume_writer` and `pod_exists`: VolumeBinding's PreBind writes PVs/PVCs and stops once its pod is gone.
+    - `volume_writer` and `pod_exists`: VolumeBinding's PreBind writes PVs/PVCs and stops once its pod is gone;
+    - `claim_writer`: DynamicResources' PreBind, PostFilter and Unreserve write ResourceClaims.
     """
 
     def snapshot(self) -> Snapshot: ...
@@ -243,6 +294,9 @@ class Handle(Protocol):
         """Whether the scheduler still knows the pod (upstream's pod lister Get): False once it was deleted."""
         ...
 
+    @property
+    def claim_writer(self) -> ClaimWriter: ...
+
 
 # ---------------------------------------------------------------------------------------------------------
 # Extension points
@@ -266,6 +320,29 @@ class EnqueueExtensions:
 
     def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]:
         return [ClusterEvent(WILDCARD, ActionType.ALL)]
+
+
+class SignPlugin:
+    """Plugins that let the scheduler reuse their per-node results across pods of one shape (upstream
+    fwk.SignPlugin, KEP-5598 OpportunisticBatching).
+
+    `sign_pod` returns a hashable fragment of what the plugin reads from the pod: two pods with equal
+    fragments must get the same Filter verdict and the same raw Score from this plugin on the same NodeInfo,
+    in any cycle. None refuses: the pod's results are then never reused. A profile with a PreFilter, Filter,
+    PreScore or Score plugin that is not a SignPlugin reuses nothing (the safe default for plugins written
+    before this existed).
+
+    `sign_reads_cluster`: the plugin's verdicts or scores read more than the pod and the node evaluated (other
+    nodes' pods, claims, Services...). Its Filter verdicts are then never kept: other plugins' are reused only
+    in cycles where its PreFilter returned Skip; it scores every node afresh unless its PreScore said Skip.
+    Such a plugin needs no fragment (the default one is empty).
+    """
+
+    sign_reads_cluster: ClassVar[bool] = False
+
+    def sign_pod(self, pod: PodInfo) -> Any:
+        """The fragment of the pod this plugin's results depend on (hashable), or None to refuse."""
+        return () if self.sign_reads_cluster else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,11 @@ VOLUME_ATTACHMENT: Final = "VolumeAttachment"
 POD_DISRUPTION_BUDGET: Final = "PodDisruptionBudget"
 PRIORITY_CLASS: Final = "PriorityClass"
 CONFIG_MAP: Final = "ConfigMap"
+RESOURCE_CLAIM: Final = "ResourceClaim"
+RESOURCE_CLAIM_TEMPLATE: Final = "ResourceClaimTemplate"
+RESOURCE_SLICE: Final = "ResourceSlice"
+DEVICE_CLASS: Final = "DeviceClass"
+DEVICE_TAINT_RULE: Final = "DeviceTaintRule"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,13 @@ KINDS: Final[dict[str, KindInfo]] = {
     POD_DISRUPTION_BUDGET: KindInfo("policy", "v1", "poddisruptionbudgets", True),
     PRIORITY_CLASS: KindInfo("scheduling.k8s.io", "v1", "priorityclasses", False),
     CONFIG_MAP: KindInfo("", "v1", "configmaps", True),
+    # Dynamic resource allocation (resource.k8s.io/v1). Templates are read by `simulate` only (it plays the
+    # resourceclaim controller); the scheduler itself never reads them, as upstream's.
+    RESOURCE_CLAIM: KindInfo("resource.k8s.io", "v1", "resourceclaims", True),
+    RESOURCE_CLAIM_TEMPLATE: KindInfo("resource.k8s.io", "v1", "resourceclaimtemplates", True),
+    RESOURCE_SLICE: KindInfo("resource.k8s.io", "v1", "resourceslices", False),
+    DEVICE_CLASS: KindInfo("resource.k8s.io", "v1", "deviceclasses", False),
+    DEVICE_TAINT_RULE: KindInfo("resource.k8s.io", "v1", "devicetaintrules", False),
 }
 """Every kind a plugin may read through the lister (out-of-tree plugins may add theirs: register_kind)."""
 

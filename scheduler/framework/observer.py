@@ -62,3 +62,16 @@ class Observer:
     def preemption_goroutine(self, result: str, seconds: float) -> None:
         """scheduler_preemption_goroutines_duration_seconds / _execution_total{result}: one asynchronous
         preemption (result "success" or "error")."""
+
+    def resource_claim_create(self, status: str) -> None:
+        """dynamic_resource_allocation_resourceclaim_creates_total{status,admin_access,owner_api_group,
+        owner_api_kind}: DynamicResources created the claim for a pod's extended resources ("success" or
+        "failure"; admin access "false", owner Pod)."""
+
+    def dra_binding_conditions_wait(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        """scheduler_dra_bindingconditions_wait_duration_seconds{profile,driver,status}: PreBind's wait for
+        binding conditions, once per allocated device."""
+
+    def dra_binding_conditions_allocation(self, profile: str, driver: str, status: str) -> None:
+        """scheduler_dra_bindingconditions_allocations_total{profile,driver,status}: a device with binding
+        conditions in one scheduling attempt."""

@@ -65,27 +65,6 @@ POST_BIND = "PostBind"
 # The longest a Permit plugin may make a pod wait (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 
-# CycleState key: the PreFilter plugin at which PreFilter stopped (UnschedulableAndUnresolvable, or a node set
-# left empty); the plugins after it did not run in this cycle, as upstream's RunPreFilterPlugins.
-PRE_FILTER_STOPPED_AT = "framework/pre-filter-stopped-at"
-DYNAMIC_RESOURCES = "DynamicResources"
-DRA_STATE_NOT_FOUND = "not found"  # upstream fwk.ErrNotFound: CycleState.Read of a key nobody wrote
-
-
-@dataclass(frozen=True, slots=True)
-class DraPostFilter:
-    """kube-scheduler v1.37 runs DynamicResources by default; pyscheduler has no such plugin and fails closed
-    on pods with resource claims, so for the pods it places that plugin's only visible effect is its
-    PostFilter, which runs before DefaultPreemption: Unschedulable without a reason (nothing to deallocate,
-    preemption goes on) when its PreFilter ran in the cycle, an Error "not found" (its state is missing) when
-    it did not. The Error ends PostFilter, so preemption is not tried and the message ends with `not found`.
-    """
-
-    # The PreFilter plugins ordered before DynamicResources': a rejection by one of them stops PreFilter
-    # before it. None when upstream does not run its PreFilter at all for the profile.
-    pre_filter_preceded_by: frozenset[str] | None
-
-
 class PluginResultError(TypeError):
     """A plugin returned something that is not what its extension point promises."""
 
@@ -254,18 +233,14 @@ class Framework:
         percentage_of_nodes_to_score: int | None = None,
         observer: Observer | None = None,
         upstream_plugins: frozenset[str] = frozenset(),
-        dra_post_filter: DraPostFilter | None = None,
     ) -> None:
         """`points` maps an extension point name to the ordered plugin names enabled there.
 
         `upstream_plugins`: the default plugins kube-scheduler would run (PreFilter/Filter) for this
         profile; the fail-closed guard refuses pods needing one of them that pyscheduler lacks.
-        `dra_post_filter`: set when kube-scheduler would run DynamicResources' PostFilter, which pyscheduler
-        has no plugin for (see DraPostFilter).
         """
         self.profile_name = profile_name
         self.upstream_plugins = upstream_plugins
-        self.dra_post_filter = dra_post_filter
         # Builds the same profile again with other plugin instances on another Handle (set by the profile
         # builder): explanations computed off the scheduling loop get plugins nobody else touches.
         self.rebuild: Callable[[Handle], Framework] | None = None
@@ -382,8 +357,7 @@ class Framework:
         return bool(self.score)
 
     def has_post_filter_plugins(self) -> bool:
-        """Upstream's check before PostFilter; DynamicResources' PostFilter counts (see DraPostFilter)."""
-        return bool(self.post_filter) or self.dra_post_filter is not None
+        return bool(self.post_filter)
 
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -417,7 +391,6 @@ class Framework:
                 if s is not None and s.code != Code.SUCCESS:
                     s = s.with_plugin(pl.name)
                     if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                        state[PRE_FILTER_STOPPED_AT] = pl.name
                         return None, s, set()
                     if s.code == Code.UNSCHEDULABLE:
                         return_status = s
@@ -433,7 +406,6 @@ class Framework:
                         msg = f"node(s) didn't satisfy plugin {names[0]}"
                     else:
                         msg = f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
-                    state[PRE_FILTER_STOPPED_AT] = pl.name
                     return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,)), plugins_with_nodes
             return result, return_status, plugins_with_nodes
         finally:
@@ -617,18 +589,6 @@ class Framework:
                     verdicts.append((pl.name, st if st.plugin == pl.name else st.with_plugin(pl.name)))
         return out
 
-    def dra_post_filter_error(self, state: CycleState) -> Status | None:
-        """The Error upstream's DynamicResources PostFilter returns when its PreFilter did not run in this
-        cycle (its cycle state is missing): PostFilter stops there, preemption is not tried, and the
-        FailedScheduling message ends with ` not found`. None when that plugin would not fail."""
-        dra = self.dra_post_filter
-        if dra is None:
-            return None
-        preceded_by = dra.pre_filter_preceded_by
-        if preceded_by is not None and state.get(PRE_FILTER_STOPPED_AT) not in preceded_by:
-            return None
-        return Status(Code.ERROR, (DRA_STATE_NOT_FOUND,), DYNAMIC_RESOURCES)
-
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
@@ -639,10 +599,6 @@ class Framework:
         rejector = ""
         result: PostFilterResult | None = None
         final = Status(Code.UNSCHEDULABLE)
-        stand_in = self.dra_post_filter_error(state)
-        if stand_in is not None:
-            self.observer.extension_point(POST_FILTER, stand_in.code, self.profile_name, time.perf_counter() - start)
-            return None, stand_in
         for pl in self.post_filter:
             try:
                 answer = pl.post_filter(state, pod, node_to_status)
@@ -748,6 +704,9 @@ class Framework:
                         "after normalizing",
                         pl.name,
                     )
+                if hi == 0:  # every node scored 0 (e.g. DynamicResources for a pod without claims): adds nothing
+                    result.per_plugin.append((pl.name, list(scores)))
+                    continue
                 weight = self.score_weights[pl.name]
                 weighted = [v * weight for v in scores] if weight != 1 else list(scores)
                 result.per_plugin.append((pl.name, weighted))

@@ -8,9 +8,13 @@ change under it even while watch events keep arriving.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
+from typing import Final
 
 from scheduler.framework.types import NodeInfo
+
+CHANGE_LOG_LIMIT: Final = 20_000  # names of replaced nodes remembered (changed_since); half are dropped past it
 
 ImageStates = Mapping[str, tuple[int, int]]
 """Image name (as node.status.images lists it) -> (size in bytes, number of nodes holding it)."""
@@ -36,12 +40,17 @@ class Snapshot:
         "_list_index",
         "_list_names",
         "_list_of",
+        "_log",
+        "_log_at",
+        "_log_start",
         "changed",
         "generation",
         "image_states",
         "node_image_states",
         "node_info_list",
         "node_info_map",
+        "order_update",
+        "updates",
         "used_pvc_counts",
     )
 
@@ -65,6 +74,14 @@ class Snapshot:
         self._list_index: dict[str, int] | None = None
         # Names of the nodes a what-if copy (with_nodes) replaced, relative to the snapshot it came from.
         self.changed: frozenset[str] = frozenset()
+        # Kept by Cache.update_snapshot (record_update): how many updates filled this snapshot, the update at
+        # which the node list last changed order or membership, and the names of the nodes whose NodeInfo each
+        # update replaced, so a plugin keeping sums over the nodes can catch up without comparing every node.
+        self.updates = 0
+        self.order_update = 0
+        self._log: list[str] = []
+        self._log_at: list[int] = []
+        self._log_start = 1  # the oldest update whose replaced nodes are all in the log
 
     @classmethod
     def from_node_infos(cls, infos: list[NodeInfo], image_states: ImageStates | None = None) -> Snapshot:
@@ -110,6 +127,33 @@ class Snapshot:
     def is_pvc_used_by_pods(self, key: str) -> bool:
         """IsPVCUsedByPods: some pod on a node of the snapshot uses the claim "namespace/name"."""
         return self.used_pvc_counts.get(key, 0) > 0
+
+    def record_update(self, replaced: list[str], reordered: bool) -> None:
+        """Cache.update_snapshot filled this snapshot again: `replaced` nodes got new NodeInfos (or were removed),
+        `reordered` when node_info_list changed order or membership."""
+        self.updates += 1
+        if reordered:
+            self.order_update = self.updates
+        if replaced:
+            self._log.extend(replaced)
+            self._log_at.extend([self.updates] * len(replaced))
+            if len(self._log) > CHANGE_LOG_LIMIT:
+                drop = len(self._log) // 2
+                self._log_start = self._log_at[drop] + 1
+                del self._log[:drop], self._log_at[:drop]
+
+    def changed_since(self, update: int, nodes: list[NodeInfo]) -> list[str] | None:
+        """Names of the nodes whose NodeInfo was replaced after update number `update` (repeats possible), when
+        `nodes` is this snapshot's node list as the cache last filled it and its order is the same as then;
+        None when that cannot be told (another list, a new order, a log that no longer reaches back)."""
+        if (
+            self.updates == 0
+            or nodes is not self._list_of
+            or update < self.order_update
+            or update + 1 < self._log_start
+        ):
+            return None
+        return self._log[bisect.bisect_right(self._log_at, update) :]
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)

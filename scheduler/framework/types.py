@@ -304,6 +304,18 @@ class PodInfo:
     pvc_names: tuple[str, ...] = ()  # claims the pod uses: persistentVolumeClaim.claimName and "<pod>-<volume>"
     claim_names: tuple[str, ...] = ()  # persistentVolumeClaim.claimName only (upstream PodPVCKeys)
     resource_claims: tuple[JSON, ...] = ()
+    # status.resourceClaimStatuses: (spec.resourceClaims[].name, the claim generated for it or None), and
+    # status.extendedResourceClaimStatus.resourceClaimName: the claims kube-controller-manager (templates)
+    # and the scheduler (extended resources backed by DRA) created for the pod.
+    resource_claim_statuses: tuple[tuple[str, str | None], ...] = ()
+    extended_resource_claim: str = ""
+    # The containers that request extended resources (empty for most pods): DynamicResources turns the
+    # requests of those backed by a DeviceClass into device requests, one per container.
+    extended_requests: tuple[ContainerExtendedRequests, ...] = ()
+    # What-if versions of the pod's ResourceClaims, for explanations only (a fix that adds a toleration to a
+    # claim's request): DynamicResources reads a claim from here before the object store. Always empty for
+    # pods from the API.
+    claim_overrides: tuple[JSON, ...] = ()
     has_pod_affinity: bool = False  # spec.affinity.podAffinity or podAntiAffinity is set (PodsWithAffinity)
     has_required_anti_affinity: bool = False  # required podAntiAffinity terms (PodsWithRequiredAntiAffinity)
     start_time: str = ""  # status.startTime (preemption ranks victims by it)
@@ -406,6 +418,74 @@ class QueuedPodInfo:
     def rejectors(self) -> set[str]:
         """Plugins whose rejection keeps the pod out: unschedulable and pending plugins together."""
         return self.unschedulable_plugins | self.pending_plugins
+
+
+def resource_fragment(res: Resource) -> tuple[Any, ...]:
+    """A Resource as a hashable value, for pod signatures (`SignPlugin.sign_pod`)."""
+    return (res.milli_cpu, res.memory, res.ephemeral_storage, res.allowed_pod_number, tuple(sorted(res.scalar.items())))
+
+
+def requests_fragment(pod: PodInfo) -> tuple[Any, ...]:
+    """What NodeResourcesFit and NodeResourcesBalancedAllocation read of a pod: its requests, the non-zero
+    cpu/memory scoring uses, and the container-only requests of a pod with pod-level resources."""
+    own = pod.container_requests
+    containers = None if own is None else (resource_fragment(own[0]), own[1], own[2])
+    return (resource_fragment(pod.requests), pod.non_zero_cpu, pod.non_zero_memory, containers)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerExtendedRequests:
+    """One container's requests of extended resources (names with a "/": `example.com/gpu`,
+    `deviceclass.resource.kubernetes.io/<class>`), as DynamicResources maps them onto device requests."""
+
+    index: int  # position in initContainers + containers
+    name: str
+    short_lived: bool  # an init container that is not a sidecar (restartPolicy Always)
+    request_names: tuple[str, ...]  # every resource the container requests, sorted (names the device request)
+    amounts: tuple[tuple[str, int], ...]  # extended resource -> integer quantity (0 when not an integer)
+
+
+def _extended_requests(spec: Mapping[str, Any]) -> tuple[ContainerExtendedRequests, ...]:
+    """The ContainerExtendedRequests of a pod spec (requests only: a limit is not defaulted here, as upstream
+    reads container.Resources.Requests after the API server defaulted them)."""
+    out: list[ContainerExtendedRequests] = []
+    init = spec.get("initContainers") or []
+    containers = [*init, *(spec.get("containers") or [])]
+    for index, container in enumerate(containers):
+        if not isinstance(container, Mapping):
+            continue
+        resources = container.get("resources") or {}
+        requests = resources.get("requests") if isinstance(resources, Mapping) else None
+        if not isinstance(requests, Mapping) or not any("/" in str(k) for k in requests):
+            continue
+        amounts = []
+        for name in sorted(str(k) for k in requests):
+            if "/" not in name or name.startswith(("hugepages-", "requests.")):
+                continue
+            try:
+                milli = milli_value_of(requests[name])
+            except ValueError:
+                continue
+            amounts.append((name, milli // 1000 if milli % 1000 == 0 else 0))
+        if amounts:
+            short_lived = index < len(init) and container.get("restartPolicy") != "Always"
+            names = tuple(sorted(str(k) for k in requests))
+            name = str(container.get("name") or "")
+            out.append(ContainerExtendedRequests(index, name, short_lived, names, tuple(amounts)))
+    return tuple(out)
+
+
+def _claim_statuses(status: Mapping[str, Any]) -> tuple[tuple[tuple[str, str | None], ...], str]:
+    """status.resourceClaimStatuses and the extended resource claim's name (malformed entries are skipped:
+    the pod then waits for its claim, as upstream finds no entry)."""
+    entries = []
+    for entry in status.get("resourceClaimStatuses") or []:
+        if isinstance(entry, Mapping) and entry.get("name"):
+            claim = entry.get("resourceClaimName")
+            entries.append((str(entry["name"]), str(claim) if claim else None))
+    extended = status.get("extendedResourceClaimStatus")
+    name = str(extended.get("resourceClaimName") or "") if isinstance(extended, Mapping) else ""
+    return tuple(entries), name
 
 
 def _container_requests(container: Mapping[str, Any], where: str) -> Resource:
@@ -676,6 +756,12 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     claims = spec.get("resourceClaims") or []
     if not isinstance(claims, list):
         raise ParseError("spec.resourceClaims: expected a list")
+    if not all(isinstance(c, dict) for c in claims):
+        raise ParseError("spec.resourceClaims: expected a list of objects")
+    claim_statuses: tuple[tuple[str, str | None], ...] = ()
+    extended_claim = ""
+    if claims or status.get("extendedResourceClaimStatus"):
+        claim_statuses, extended_claim = _claim_statuses(status)
     has_affinity, required_anti = _pod_affinity_flags(affinity)
     try:
         inferred_features = infer_for_scheduling(spec)
@@ -726,6 +812,9 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         pvc_names=pvc_names,
         claim_names=claim_names,
         resource_claims=tuple(claims),
+        resource_claim_statuses=claim_statuses,
+        extended_resource_claim=extended_claim,
+        extended_requests=_extended_requests(spec) if requests.scalar else (),
         has_pod_affinity=has_affinity,
         has_required_anti_affinity=required_anti,
         start_time=str(status.get("startTime") or ""),

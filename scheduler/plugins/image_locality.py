@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from scheduler import caching
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, ScorePlugin
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, ScorePlugin, SignPlugin
 from scheduler.framework.snapshot import ImageStates
 from scheduler.framework.types import NodeInfo, PodInfo
 
@@ -68,7 +68,7 @@ def sum_image_scores(node: NodeInfo, images: Sequence[str], states: ImageStates,
     return out
 
 
-class ImageLocality(ScorePlugin):
+class ImageLocality(ScorePlugin, SignPlugin):
     """Favours nodes that already have the pod's images, so the pod starts without a long pull."""
 
     name: ClassVar[str] = NAME
@@ -76,6 +76,12 @@ class ImageLocality(ScorePlugin):
 
     def __init__(self, handle: Handle) -> None:
         self.handle = handle
+
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[str, ...], int]:
+        """The pod's image names in order and their count (upstream signs the set of names; the count and any
+        duplicate matter here too). A node's score also reads the cluster's node count and the image states
+        its snapshot kept: the shape results key on the snapshot and its node count."""
+        return pod_images(pod)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         return self.score_batch(state, pod, [node])[0]

@@ -52,6 +52,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.labels import (
     NOTHING,
@@ -62,6 +63,7 @@ from scheduler.framework.labels import (
 )
 from scheduler.framework.labels import aggregate as _aggregate
 from scheduler.framework.objects import NAMESPACE
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status, error_status, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.node_resources_fit import (
@@ -435,11 +437,13 @@ class NodeChanges:
 
     A node changed when the node list holds another NodeInfo object for it: snapshot NodeInfos are never
     modified in place (the cache puts a fresh clone in the snapshot for a node whose pods or labels changed,
-    as upstream's snapshot does; explanations clone too). When the list has the previous cycle's shape,
-    comparing it position by position with the previous one finds the changes at C speed.
+    as upstream's snapshot does; explanations clone too). When `nodes` is the scheduler's snapshot list in the
+    order of the last sync, the snapshot's log of replaced nodes names them (`Snapshot.changed_since`); else,
+    when the list has the previous cycle's shape, comparing it position by position with the previous one finds
+    the changes.
     """
 
-    __slots__ = ("_epochs", "_log", "_previous", "epoch", "log_start", "nodes")
+    __slots__ = ("_epochs", "_log", "_previous", "_synced", "epoch", "log_start", "nodes")
 
     def __init__(self) -> None:
         self.nodes: dict[str, NodeInfo] = {}
@@ -448,12 +452,19 @@ class NodeChanges:
         self._epochs: list[int] = []
         self._log: list[str] = []
         self._previous: list[NodeInfo] = []
+        self._synced: tuple[Snapshot, int] | None = None  # the snapshot and its update the last sync saw
 
-    def sync(self, nodes: Sequence[NodeInfo]) -> None:
-        """Record the nodes that changed since the last sync."""
+    def sync(self, nodes: Sequence[NodeInfo], snapshot: Snapshot | None = None) -> None:
+        """Record the nodes that changed since the last sync (`snapshot`: the one `nodes` may come from)."""
         seen = self.nodes
         previous = self._previous
-        if len(previous) == len(nodes):
+        replaced = None
+        if snapshot is not None and self._synced is not None and self._synced[0] is snapshot and caching.ENABLED:
+            replaced = snapshot.changed_since(self._synced[1], nodes)  # type: ignore[arg-type]
+        if replaced is not None:
+            infos = snapshot.node_info_map  # type: ignore[union-attr]
+            changed = [n for n in map(infos.__getitem__, dict.fromkeys(replaced)) if seen.get(n.name) is not n]
+        elif len(previous) == len(nodes):
             changed = [n for n, p in zip(nodes, previous, strict=True) if n is not p and seen.get(n.name) is not n]
         else:
             changed = [n for n in nodes if seen.get(n.name) is not n]
@@ -474,7 +485,13 @@ class NodeChanges:
                 drop = len(self._log) // 2
                 self.log_start = self._epochs[drop] + 1
                 del self._log[:drop], self._epochs[:drop]
-        self._previous = list(nodes)
+        if snapshot is not None and nodes is snapshot.node_info_list and snapshot.updates:
+            # The cache never modifies a node list it handed out (a change comes as a new list).
+            self._previous = snapshot.node_info_list
+            self._synced = (snapshot, snapshot.updates)
+        else:
+            self._previous = list(nodes)
+            self._synced = None
 
     def since(self, epoch: int) -> list[str] | None:
         """Names of nodes changed after `epoch`, or None when the log no longer reaches back that far."""
@@ -809,11 +826,13 @@ def describe_term(t: AffinityTerm) -> str:
 
 
 class InterPodAffinity(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions, SignPlugin
 ):
     """Filters on required pod (anti-)affinity, both the incoming pod's and existing pods'; scores preferred."""
 
     name: ClassVar[str] = NAME
+    # Counts existing pods' terms over the cluster's nodes: kept results only where it was skipped.
+    sign_reads_cluster: ClassVar[bool] = True
     has_normalize: ClassVar[bool] = True
     object_kinds: ClassVar[tuple[str, ...]] = (NAMESPACE,)
 
@@ -902,7 +921,7 @@ class InterPodAffinity(
         ns_labels = self._namespace_labels(pod.namespace)
         s = PreFilterState(pod, affinity, anti, ns_labels)
 
-        self._changes.sync(nodes)
+        self._changes.sync(nodes, self._handle.snapshot() if self._handle is not None else None)
         state[SYNCED_STATE_KEY] = nodes
         key = _pod_shape_key("InterPodAffinity/existing|", pod, ns_labels)
 
@@ -977,7 +996,7 @@ class InterPodAffinity(
             return error_status(f"failed to parse pod: {terms.error}", NAME)
         ns_labels = self._namespace_labels(pod.namespace)
         if state.get(SYNCED_STATE_KEY) is not all_nodes:  # PreFilter of this cycle did not sync them
-            self._changes.sync(all_nodes)
+            self._changes.sync(all_nodes, self._handle.snapshot() if self._handle is not None else None)
             state[SYNCED_STATE_KEY] = all_nodes
         parts: list[Aggregate] = []
         if has_constraints:

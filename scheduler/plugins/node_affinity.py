@@ -34,6 +34,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.labels import aggregate as _aggregate
 from scheduler.framework.labels import invalid as _invalid
@@ -256,7 +257,7 @@ def _without_requirement(term: int, expr: int, whole: bool) -> Callable[[PodInfo
 
 
 class NodeAffinity(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions, SignPlugin
 ):
     """Filters on nodeSelector + required affinity (+ addedAffinity); scores preferred terms by weight."""
 
@@ -283,6 +284,11 @@ class NodeAffinity(
                 if err is not None:
                     raise ConfigError(err)
                 self._added_preferred = terms
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Any, ...]:
+        """spec.nodeSelector and spec.affinity.nodeAffinity (upstream NodeSelectorSignerName and
+        NodeAffinitySignerName; the raw terms, so differently ordered equal terms merely miss)."""
+        return (tuple(sorted(pod.node_selector.items())), repr(_node_affinity(pod.affinity)))
 
     # ---------------------------------------------------------------- filter
 

@@ -36,6 +36,7 @@ from scheduler.framework.interface import (
     Handle,
     PreFilterPlugin,
     PreFilterResult,
+    SignPlugin,
 )
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Status, error_status, unresolvable
@@ -58,7 +59,7 @@ def declared(node: NodeInfo) -> frozenset[str]:
     return record.declared_features if record is not None else _NONE
 
 
-class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions):
+class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions, SignPlugin):
     """Rejects nodes that do not declare every feature the pod requires (UnschedulableAndUnresolvable)."""
 
     name: ClassVar[str] = NAME
@@ -78,6 +79,10 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions, Exp
     def required(self, pod: PodInfo) -> frozenset[str]:
         """What a node must declare for pod: its inferred features within their MaxVersion windows."""
         return required_features(pod.inferred_features, self._version, self._features)
+
+    def sign_pod(self, pod: PodInfo) -> frozenset[str]:
+        """The features the pod requires (upstream FeaturesSignerName): Filter reads nothing else of it."""
+        return self.required(pod)
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

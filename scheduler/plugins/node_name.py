@@ -15,6 +15,7 @@ from scheduler.framework.interface import (
     Handle,
     PreFilterPlugin,
     PreFilterResult,
+    SignPlugin,
 )
 from scheduler.framework.status import Status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -30,7 +31,7 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
     return not pod.node_name or pod.node_name == node.name
 
 
-class NodeName(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodeName(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     """Narrows the cycle to spec.nodeName (PreFilterResult, as v1.37 does) and rejects every other node."""
 
     name: ClassVar[str] = NAME
@@ -55,6 +56,10 @@ class NodeName(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         if not want:
             return [None] * len(nodes)
         return [None if n.name == want else _REJECT for n in nodes]
+
+    def sign_pod(self, pod: PodInfo) -> str:
+        """spec.nodeName (upstream NodeNameSignerName)."""
+        return pod.node_name
 
     def events_to_register(self) -> list[ClusterEvent]:
         """Only a new node (possibly the named one) can help."""

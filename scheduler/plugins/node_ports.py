@@ -23,6 +23,7 @@ from scheduler.framework.interface import (
     Handle,
     PreFilterPlugin,
     PreFilterResult,
+    SignPlugin,
 )
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Status, unschedulable
@@ -66,13 +67,18 @@ def conflicting_pods(pod: PodInfo, node: NodeInfo) -> list[tuple[PodInfo, HostPo
     return out
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions):
+class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions, SignPlugin):
     """Rejects nodes where a requested (hostIP, protocol, hostPort) is already taken."""
 
     name: ClassVar[str] = NAME
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self._handle = handle
+
+    def sign_pod(self, pod: PodInfo) -> tuple[HostPort, ...]:
+        """The pod's host ports as (hostIP, protocol, port): upstream's HostPortsSigner keeps only the port
+        numbers, which would let a TCP and a UDP port share a signature."""
+        return wanted_ports(pod)
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

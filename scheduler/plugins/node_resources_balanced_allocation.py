@@ -16,9 +16,9 @@ from typing import Any, ClassVar, Final
 
 from scheduler import caching
 from scheduler.config.decode import child
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreScorePlugin, ScorePlugin
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreScorePlugin, ScorePlugin, SignPlugin
 from scheduler.framework.status import SKIP, Status
-from scheduler.framework.types import NodeInfo, PodInfo, memo_lookup
+from scheduler.framework.types import NodeInfo, PodInfo, memo_lookup, requests_fragment
 from scheduler.plugins.node_resources_fit import (
     ARGS_ENVELOPE_FIELDS,
     DEFAULT_RESOURCES,
@@ -101,7 +101,7 @@ def balanced_score(requested: Sequence[int], allocated: Sequence[int], allocatab
     return half + (half + with_pod - without_pod) // 2
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
     """Favours nodes where the pod keeps cpu and memory (or the configured resources) evenly used."""
 
     name: ClassVar[str] = NAME
@@ -111,6 +111,10 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         self.args = args
         self.handle = handle
         self._resources = args.resources
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Any, ...]:
+        """The pod's requests (upstream ResourcesSignerName)."""
+        return requests_fragment(pod)
 
     def _plan(self, pod: PodInfo) -> list[ScoredResource | None]:
         return score_plan(pod, self._resources, use_requested=True)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Final, NoReturn
 from scheduler import caching
 from scheduler.config.decode import child, json_quote, json_type
 from scheduler.config.errors import ConfigError
+from scheduler.dra.deviceclass import ExtendedResourceClasses, is_dra_extended_resource_name
 from scheduler.framework.interface import (
     ASSIGNED_POD,
     MAX_NODE_SCORE,
@@ -36,8 +37,10 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.labels import label_key_errors
+from scheduler.framework.objects import DEVICE_CLASS
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, error_status
 from scheduler.framework.types import (
@@ -48,6 +51,7 @@ from scheduler.framework.types import (
     PodInfo,
     is_scalar_resource_name,
     memo_lookup,
+    requests_fragment,
 )
 
 NAME: Final = "NodeResourcesFit"
@@ -484,6 +488,9 @@ class _PodRequest:
     ephemeral_storage: int
     scalars: tuple[tuple[str, int], ...]
     empty: bool  # the pod requests nothing at all: only the pod count is checked
+    # Extended resources a DeviceClass backs (DRAExtendedResource, GA): a node with none of them allocatable
+    # leaves them to DynamicResources, which allocates devices instead (shouldDelegateResourceToDRA).
+    dra_backed: frozenset[str] = frozenset()
 
 
 # Statuses are immutable in practice and shared across nodes: a full cluster fails thousands of nodes with
@@ -560,22 +567,32 @@ def _with_pod_room(name: str, pods: int) -> Callable[[Snapshot], Snapshot]:
 
 
 class NodeResourcesFit(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions, SignPlugin
 ):
     """Checks that a node has room for the pod's requests and scores nodes by a scoring strategy."""
 
     name: ClassVar[str] = NAME
     has_normalize: ClassVar[bool] = False
+    object_kinds: ClassVar[tuple[str, ...]] = (DEVICE_CLASS,)  # which extended resources DRA backs
 
     def __init__(self, args: Args, handle: Handle) -> None:
         self.args = args
         self.handle = handle
+        self._dra_classes = ExtendedResourceClasses(handle.objects)
         self._ignored = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         strategy = args.scoring_strategy
         self._strategy = strategy.type
         self._resources = strategy.resources
         self._shape_table = broken_linear(strategy.shape) if strategy.shape else []
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Any, ...] | None:
+        """The pod's requests (upstream ResourcesSignerName). A pod requesting an extended resource a
+        DeviceClass may back is refused: whether one does (DRAExtendedResource) is cluster state Filter reads;
+        upstream refuses when one does, here whether or not, so the signature depends on the pod alone."""
+        if any(qty > 0 and is_dra_extended_resource_name(name) for name, qty in pod.requests.scalar.items()):
+            return None
+        return requests_fragment(pod)
 
     # -- PreFilter / Filter ------------------------------------------------------------------------------
 
@@ -593,8 +610,15 @@ class NodeResourcesFit(
             if qty > 0 and not self._ignored_scalar(name)
         )
         empty = not (req.milli_cpu or req.memory or req.ephemeral_storage or any(req.scalar.values()))
+        backed: frozenset[str] = frozenset()
+        if scalars and self._dra_classes.any():
+            backed = frozenset(
+                name
+                for name, _ in scalars
+                if is_dra_extended_resource_name(name) and self._dra_classes.device_class(name) is not None
+            )
         return _PodRequest(
-            max(req.milli_cpu, 0), max(req.memory, 0), max(req.ephemeral_storage, 0), scalars, empty
+            max(req.milli_cpu, 0), max(req.memory, 0), max(req.ephemeral_storage, 0), scalars, empty, backed
         )
 
     def pre_filter(
@@ -637,6 +661,8 @@ class NodeResourcesFit(
                 unresolvable |= req.ephemeral_storage > alloc.ephemeral_storage
             for name, qty in req.scalars:
                 total = alloc.scalar.get(name, 0)
+                if total <= 0 and name in req.dra_backed:
+                    continue  # devices of its DeviceClass provide it (DynamicResources checks them)
                 if qty > total - used.scalar.get(name, 0):
                     reasons.append(REASON_INSUFFICIENT_PREFIX + name)
                     unresolvable |= qty > total
@@ -664,7 +690,8 @@ class NodeResourcesFit(
             return out
         cpu, mem, eph, scalars = req.milli_cpu, req.memory, req.ephemeral_storage, req.scalars
         # Passing nodes are memoized per NodeInfo (the verdict depends on its pods, amounts and this key).
-        key = repr((_FILTER_MEMO, cpu, mem, eph, scalars))
+        key = repr((_FILTER_MEMO, cpu, mem, eph, scalars, sorted(req.dra_backed)))
+        backed = req.dra_backed
         passed = memo_lookup(nodes, key)
         if None not in passed:
             return [None] * len(nodes)
@@ -689,7 +716,8 @@ class NodeResourcesFit(
             if scalars:
                 sa, sr = a.scalar, r.scalar
                 for name, qty in scalars:
-                    if qty > sa.get(name, 0) - sr.get(name, 0):
+                    total = sa.get(name, 0)
+                    if qty > total - sr.get(name, 0) and not (total <= 0 and name in backed):
                         append(fits(req, n))
                         break
                 else:
@@ -783,11 +811,13 @@ class NodeResourcesFit(
         return out
 
     def events_to_register(self) -> list[ClusterEvent]:
-        """Freed or added capacity: an assigned pod deleted or scaled down, a node added or grown."""
+        """Freed or added capacity: an assigned pod deleted or scaled down, a node added or grown, a
+        DeviceClass that now backs an extended resource the pod asks for."""
         return [
             ClusterEvent(ASSIGNED_POD, ActionType.DELETE),
             ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
             ClusterEvent(ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN),
+            ClusterEvent(DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
         ]
 
     # -- PreScore / Score --------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from scheduler.framework.interface import (
     FilterPlugin,
     FixCandidate,
     Handle,
+    SignPlugin,
 )
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status, unresolvable
@@ -39,7 +40,7 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
     return tolerations_tolerate(pod.tolerations, UNSCHEDULABLE_TAINT)
 
 
-class NodeUnschedulable(FilterPlugin, EnqueueExtensions, ExplainExtensions):
+class NodeUnschedulable(FilterPlugin, EnqueueExtensions, ExplainExtensions, SignPlugin):
     """Rejects nodes with spec.unschedulable=true unless the pod tolerates the unschedulable taint."""
 
     name: ClassVar[str] = NAME
@@ -69,6 +70,10 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions, ExplainExtensions):
             else:
                 append(None)
         return out
+
+    def sign_pod(self, pod: PodInfo) -> bool:
+        """All it reads of the pod: whether it tolerates the unschedulable taint."""
+        return tolerates_unschedulable(pod)
 
     def suggest_fixes(self, state: CycleState, pod: PodInfo, node: NodeInfo, status: Status) -> list[FixCandidate]:
         """Uncordon the node (`kubectl uncordon NODE`)."""

@@ -30,6 +30,7 @@ from scheduler.framework.interface import (
     Handle,
     PreFilterPlugin,
     PreFilterResult,
+    SignPlugin,
 )
 from scheduler.framework.objects import (
     CSI_DRIVER,
@@ -90,10 +91,12 @@ def _pod_needs_check(pod: PodInfo) -> bool:
     )
 
 
-class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions):
+class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions, SignPlugin):
     """CSILimits: the node's per-driver attach limits must hold the pod's new CSI volumes."""
 
     name: ClassVar[str] = NAME
+    # Reads claims, volumes and CSINodes: kept results only where it was skipped.
+    sign_reads_cluster: ClassVar[bool] = True
     object_kinds: ClassVar[tuple[str, ...]] = (
         PERSISTENT_VOLUME_CLAIM,
         PERSISTENT_VOLUME,

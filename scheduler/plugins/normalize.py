@@ -16,13 +16,10 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: MutableSeq
     max_count = max(scores, default=0)
     if max_count <= 0:
         if reverse:
-            for i in range(len(scores)):
-                scores[i] = max_priority
+            scores[:] = [max_priority] * len(scores)  # in place, at C speed (no untolerated soft taint anywhere)
         return None
     if reverse:
-        for i, score in enumerate(scores):
-            scores[i] = max_priority - max_priority * score // max_count
+        scores[:] = [max_priority - max_priority * score // max_count for score in scores]
     else:
-        for i, score in enumerate(scores):
-            scores[i] = max_priority * score // max_count
+        scores[:] = [max_priority * score // max_count for score in scores]
     return None

@@ -43,6 +43,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.labels import (
     EVERYTHING,
@@ -710,11 +711,13 @@ class DomainSums:
 
 
 class PodTopologySpread(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions, SignPlugin
 ):
     """Hard spread constraints filter, soft ones (and the default constraints) score."""
 
     name: ClassVar[str] = NAME
+    # Counts matching pods over the cluster's nodes: kept results only where it was skipped.
+    sign_reads_cluster: ClassVar[bool] = True
     has_normalize: ClassVar[bool] = True
     # Only read when the plugin has default constraints; __init__ narrows it to () otherwise.
     object_kinds: ClassVar[tuple[str, ...]] = DEFAULT_SELECTOR_KINDS

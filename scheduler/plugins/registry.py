@@ -22,6 +22,7 @@ from scheduler.framework.interface import Handle, Plugin
 from scheduler.plugins import (
     default_binder,
     default_preemption,
+    dynamic_resources,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -83,6 +84,9 @@ REGISTRY: dict[str, PluginSpec] = {
     ),
     inter_pod_affinity.NAME: PluginSpec(
         inter_pod_affinity.InterPodAffinity, inter_pod_affinity.InterPodAffinity, inter_pod_affinity.parse_args
+    ),
+    dynamic_resources.NAME: PluginSpec(
+        dynamic_resources.DynamicResources, dynamic_resources.new, dynamic_resources.parse_args
     ),
     image_locality.NAME: _no_args(image_locality.ImageLocality, image_locality.new),
     default_binder.NAME: _no_args(default_binder.DefaultBinder, default_binder.new),

@@ -23,6 +23,7 @@ from scheduler.framework.interface import (
     Handle,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.status import Status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo, Taint, Toleration, tolerations_tolerate
@@ -83,7 +84,7 @@ def _adding_toleration(toleration: Toleration) -> Callable[[PodInfo], PodInfo]:
     return add
 
 
-class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions):
+class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, ExplainExtensions, SignPlugin):
     """Filters on hard taints, scores on soft (PreferNoSchedule) ones."""
 
     name: ClassVar[str] = NAME
@@ -91,6 +92,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self._handle = handle
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Toleration, ...]:
+        """spec.tolerations (upstream TolerationsSignerName)."""
+        return pod.tolerations
 
     # ---------------------------------------------------------------- filter
 

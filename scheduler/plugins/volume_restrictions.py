@@ -28,6 +28,7 @@ from scheduler.framework.interface import (
     Handle,
     PreFilterPlugin,
     PreFilterResult,
+    SignPlugin,
 )
 from scheduler.framework.objects import PERSISTENT_VOLUME_CLAIM
 from scheduler.framework.status import SKIP, Status, error_status, unresolvable, unschedulable
@@ -119,10 +120,12 @@ def disk_conflicts(pod: PodInfo, node: NodeInfo) -> list[tuple[str, PodInfo]]:
     return out
 
 
-class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions):
+class VolumeRestrictions(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions, SignPlugin):
     """Rejects nodes where an in-tree disk is already in use, and pods whose ReadWriteOncePod claim is."""
 
     name: ClassVar[str] = NAME
+    # Reads claims and the pods using them: kept results only where it was skipped.
+    sign_reads_cluster: ClassVar[bool] = True
     object_kinds: ClassVar[tuple[str, ...]] = (PERSISTENT_VOLUME_CLAIM,)
 
     def __init__(self, handle: Handle) -> None:

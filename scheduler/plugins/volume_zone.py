@@ -26,6 +26,7 @@ from scheduler.framework.interface import (
     Handle,
     PreFilterPlugin,
     PreFilterResult,
+    SignPlugin,
 )
 from scheduler.framework.objects import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
 from scheduler.framework.status import SKIP, Status, unresolvable
@@ -86,10 +87,12 @@ def node_value(labels: Mapping[str, str], key: str) -> str | None:
     return value
 
 
-class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions):
+class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions, ExplainExtensions, SignPlugin):
     """Keeps pods on nodes in the zones (and regions) of their bound PVs."""
 
     name: ClassVar[str] = NAME
+    # Reads claims, volumes and classes: kept results only where it was skipped.
+    sign_reads_cluster: ClassVar[bool] = True
     object_kinds: ClassVar[tuple[str, ...]] = (PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, STORAGE_CLASS)
 
     def __init__(self, handle: Handle) -> None:

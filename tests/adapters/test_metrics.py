@@ -215,6 +215,9 @@ async def test_every_documented_metric_is_exposed_with_its_type_and_labels(metri
     # the workload above may have none; test_plugin_execution_is_sampled_and_observed covers the sampling).
     env.metrics.rest_request("GET", "127.0.0.1:6443", "200", 0.01)
     env.metrics.plugin_execution("NodeResourcesFit", "Filter", Code.SUCCESS, 1e-5)
+    # No field is refused today (the fail-closed list is empty since DynamicResources landed), so the guard's
+    # counter gets a sample the way the guard would give it one.
+    env.metrics.unsupported_pod("example")
     text = env.text()
     families = _families(text)
     assert families.get(metric.name) == metric.type, f"{metric.name}: # TYPE {families.get(metric.name)}"
@@ -370,3 +373,31 @@ async def test_volume_scheduling_stage_errors() -> None:
     await env.settle()
     assert env.cluster.node_of(uid(pod)) == "n1"
     assert env.value("scheduler_volume_scheduling_stage_error_total", operation="bind") == 1
+
+
+async def test_dynamic_resources_metrics() -> None:
+    """DynamicResources' metrics with upstream's names, labels and buckets: a device with binding conditions
+    counts one allocation and one wait per allocated device (status success); the claim made for an extended
+    resource backed by DRA counts one create (admin_access "false", owner Pod)."""
+    from scheduler.testing import device_class, make_claim, make_slice
+
+    env = Metered()
+    env.cluster.apply_node(make_node("n1").obj())
+    env.cluster.apply_object(device_class("gpu.example.com", extended_resource_name="example.com/gpu"))
+    slice_ = make_slice("n1-gpu", "gpu.example.com", "n1").device("gpu-0").device("gpu-1").obj()
+    slice_["spec"]["devices"][0]["bindingConditions"] = ["Attached"]
+    slice_["spec"]["devices"][0]["bindingFailureConditions"] = ["Failed"]
+    slice_["spec"]["devices"][0]["bindsToNode"] = True
+    env.cluster.apply_object(slice_)
+    env.cluster.apply_object(make_claim("gpu").request("gpu", "gpu.example.com").obj())
+    env.cluster.apply_pod(make_pod("with-conditions").claim("gpu").obj())
+    env.cluster.apply_pod(make_pod("legacy").container(requests={"example.com/gpu": "1"}).obj())
+    await env.settle()
+    assert len(env.cluster.bindings) == 2
+    labels = {"profile": PROFILE, "driver": "gpu.example.com", "status": "success"}
+    assert env.value("scheduler_dra_bindingconditions_allocations_total", **labels) == 1
+    assert env.value("scheduler_dra_bindingconditions_wait_duration_seconds_count", **labels) == 1
+    assert env.value("scheduler_dra_bindingconditions_wait_duration_seconds_bucket", **labels, le="0.1") == 1
+    assert env.value("scheduler_dra_bindingconditions_wait_duration_seconds_bucket", **labels, le="819.2") == 1
+    creates = {"status": "success", "admin_access": "false", "owner_api_group": "", "owner_api_kind": "Pod"}
+    assert env.value("dynamic_resource_allocation_resourceclaim_creates_total", **creates) == 1

@@ -99,3 +99,27 @@ async def test_one_status_patch_per_pod_at_a_time(writer: ClusterWriter) -> None
     del writer._status_in_flight["a"]
     third = writer._next()
     assert third is not None and third.uid == "a" and third.body["status"]["conditions"][0]["message"] == "second"
+
+
+async def test_a_queued_write_wakes_one_idle_worker_not_all(writer: ClusterWriter) -> None:
+    """Eight idle workers and one event: one wakes for it, seven stay asleep (no worker per event and per worker)."""
+    woken: list[int] = []
+
+    async def perform(write: object) -> None:
+        woken.append(1)
+
+    writer._perform = perform  # type: ignore[method-assign]  # nothing is sent
+    tasks = writer.start()
+    try:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert len(writer._sleeping) == 8
+        writer.record_scheduled(make_pod("a").uid("a").info(), "node-1")
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert woken == [1]
+        assert sum(1 for w in writer._sleeping if not w.done()) == 8  # the woken one went back to sleep
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -502,3 +502,60 @@ def test_drift_summary_and_count() -> None:
     drift = Drift(missing_nodes=["n3"], extra_pods=["default/a", "default/b"])
     assert drift.count() == 3
     assert drift.summary() == "1 missing nodes (n3); 2 extra pods (default/a, default/b)"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The snapshot's log of replaced nodes (Snapshot.changed_since)
+
+
+def _filled(names: list[str]) -> tuple[Cache, Snapshot]:
+    cache = Cache()
+    for name in names:
+        cache.add_node(node(name))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    return cache, snap
+
+
+def test_changed_since_names_the_nodes_each_update_replaced() -> None:
+    """A bound pod replaces its node's NodeInfo: the log names it for every update since the one asked about;
+    an update that changed nothing keeps the very same node list."""
+    cache, snap = _filled(["a", "b", "c"])
+    first = snap.updates
+    before = snap.node_info_list
+    cache.update_snapshot(snap)
+    assert snap.node_info_list is before and snap.changed_since(first, snap.node_info_list) == []
+    cache.add_pod(pod("p1", node="b"))
+    cache.update_snapshot(snap)
+    second = snap.updates
+    cache.add_pod(pod("p2", node="c"))
+    cache.update_snapshot(snap)
+    assert snap.changed_since(first, snap.node_info_list) == ["b", "c"]
+    assert snap.changed_since(second, snap.node_info_list) == ["c"]
+    assert snap.changed_since(snap.updates, snap.node_info_list) == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param("new-node", id="a-node-joins-so-the-order-changes"),
+        pytest.param("other-list", id="a-list-that-is-not-the-snapshots"),
+        pytest.param("never-updated", id="a-snapshot-the-cache-never-filled"),
+    ],
+)
+def test_changed_since_cannot_tell(change: str) -> None:
+    """None (compare the nodes instead) when the order or membership changed, for a list the cache did not
+    hand out, or for a snapshot built by hand."""
+    cache, snap = _filled(["a", "b"])
+    first = snap.updates
+    nodes = snap.node_info_list
+    if change == "new-node":
+        cache.add_node(node("c"))
+        cache.update_snapshot(snap)
+        nodes = snap.node_info_list
+    elif change == "other-list":
+        nodes = list(nodes)
+    else:
+        snap = Snapshot.from_node_infos(list(nodes))
+        first = 0
+    assert snap.changed_since(first, nodes) is None

@@ -48,12 +48,15 @@ BUILD_COMMAND = "bash tests/cluster/build.sh"
 #: ServiceAccount, which the ServiceAccount admission plugin requires before a pod can be created.
 #: persistentvolume-binder is the PV controller: it binds claims to PVs (the ones a scheduler pre-bound, and
 #: Immediate claims), and hands WaitForFirstConsumer claims with a selected node to their provisioner.
+#: resourceclaim-controller makes a pod's ResourceClaims from its ResourceClaimTemplates (and records them in
+#: the pod's status), takes finished pods out of reservedFor and deletes the claims made for them.
 DEFAULT_CONTROLLERS: tuple[str, ...] = (
     "daemonset",
     "deployment",
     "replicaset",
     "statefulset",
     "persistentvolume-binder",
+    "resourceclaim-controller",
     "job",
     "garbagecollector",
     "namespace",

@@ -20,7 +20,6 @@ import pytest
 
 from scheduler.core.unsupported import UNSUPPORTED
 from scheduler.framework.declared_features import FEATURES
-from scheduler.plugins.registry import REGISTRY
 from scheduler.release import UPSTREAM_RELEASE
 from tests.cluster.harness import pinned_release
 from tests.e2e.tools import missing_programs, require
@@ -28,8 +27,7 @@ from tests.e2e.tools import missing_programs, require
 DOC = Path(__file__).resolve().parents[2] / "docs" / "feature-gates.md"
 SCHEDULING_HEADER = "| Gate | v1.37.2 | What it changes for a scheduler | pyscheduler | How it is proven |"
 OTHER_HEADER = "| Gate | v1.37.2 | Whose | pyscheduler |"
-REFUSED_UNTIL_DRA = "refused until DynamicResources lands (issue 20)"
-VERDICTS = ("does", "does not", "fail-closed", REFUSED_UNTIL_DRA, "n/a")
+VERDICTS = ("does", "does not", "fail-closed", "n/a")
 
 Version = tuple[int, ...]
 
@@ -219,8 +217,7 @@ def test_each_gate_is_listed_once() -> None:
 
 
 def test_verdicts_are_known_and_consistent() -> None:
-    """Every verdict is one the doc defines; off gates are n/a; a fail-closed entry exists; DRA refusals
-    hold only while no DynamicResources plugin is registered (and its guard entry is there)."""
+    """Every verdict is one the doc defines; off gates are n/a; a fail-closed entry exists."""
     entries = {f.feature for f in UNSUPPORTED}
     for row in ALL:
         assert row.verdict in VERDICTS, f"{row.gate}: unknown verdict {row.verdict!r}"
@@ -229,9 +226,6 @@ def test_verdicts_are_known_and_consistent() -> None:
         if row.verdict == "fail-closed":
             entry = re.search(r"\(`(\w+)`\)", row.cell)
             assert entry and entry.group(1) in entries, f"{row.gate}: no fail-closed entry {row.cell!r}"
-        if row.verdict == REFUSED_UNTIL_DRA:
-            assert "DynamicResources" not in REGISTRY, f"{row.gate}: DynamicResources is registered, say what it does"
-            assert "resourceClaims" in entries
     assert {r.verdict for r in OTHER} == {"n/a"}
 
 
@@ -297,8 +291,8 @@ def test_the_stated_verdict_counts_are_the_tables() -> None:
     off = sum(r.state.endswith(", off") for r in SCHEDULING)
     summary = (
         f"Verdict counts: gates that touch scheduling: {len(SCHEDULING)} (does {count('does')}, does not "
-        f"{count('does not')}, refused until DynamicResources lands {count(REFUSED_UNTIL_DRA)}, n/a "
-        f"{count('n/a')} of which {off} are off by default); other gates on by default: {len(OTHER)} (n/a)."
+        f"{count('does not')}, n/a {count('n/a')} of which {off} are off by default); other gates on by default: "
+        f"{len(OTHER)} (n/a)."
     )
     assert count("fail-closed") == 0, "give the summary a fail-closed count"
     assert summary in " ".join(DOC.read_text(encoding="utf-8").split())

@@ -1,7 +1,7 @@
-"""Upstream's DynamicResources PostFilter, which pyscheduler stands in for: after a PreFilter rejection that
-stopped PreFilter before DynamicResources' own, it fails with "not found" (its cycle state was never written),
-so preemption is not tried and the message ends with ` not found`; otherwise it adds nothing. A profile that
-disables DynamicResources (as kube-scheduler would then not run it) gets DefaultPreemption's answer."""
+"""DynamicResources' PostFilter for pods without claims, as upstream's: after a PreFilter rejection that stopped
+PreFilter before DynamicResources' own, it fails with "not found" (its cycle state was never written), so
+preemption is not tried and the message ends with ` not found`; otherwise it adds nothing. A profile that
+disables DynamicResources gets DefaultPreemption's answer."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from scheduler.core.explain import explain_pod, render_text
+from scheduler.framework.fit_error import NodeToStatus
 from scheduler.framework.interface import CycleState
-from scheduler.framework.runtime import PRE_FILTER_STOPPED_AT
 from scheduler.framework.status import Code
+from scheduler.plugins.dynamic_resources import DynamicResources
 from scheduler.testing import SchedulerHarness, make_node, make_pod, make_pvc, storage_class
 from tests.core.test_volume_scheduling import nodes
 
@@ -81,22 +82,22 @@ async def test_an_unbound_immediate_claim_also_ends_with_not_found() -> None:
     assert env.message(pod) == "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"
 
 
-def test_stand_in_follows_where_prefilter_stopped() -> None:
-    """Only a stop at a plugin ordered before DynamicResources counts; a plugin a configuration adds runs after."""
+def test_post_filter_fails_only_without_its_pre_filter_state() -> None:
+    """No state of its own (its PreFilter did not run): Error "not found"; after its PreFilter (a pod without
+    claims, Skip): Unschedulable with no reason, so DefaultPreemption answers."""
     env = SchedulerHarness()
+    nodes(env, "n1")
     fwk = env.scheduler.profiles["pyscheduler"]
-    assert fwk.dra_post_filter is not None
-    assert fwk.dra_post_filter_error(CycleState()) is None  # PreFilter ran to the end
+    plugin = fwk.plugins["DynamicResources"]
+    assert isinstance(plugin, DynamicResources)
+    pod = make_pod("p").info()
+    _, status = plugin.post_filter(CycleState(), pod, NodeToStatus())
+    assert status is not None and (status.code, status.message()) == (Code.ERROR, "not found")
     state = CycleState()
-    state[PRE_FILTER_STOPPED_AT] = "VolumeBinding"
-    status = fwk.dra_post_filter_error(state)
-    assert status is not None and (status.code, status.message(), status.plugin) == (
-        Code.ERROR,
-        "not found",
-        "DynamicResources",
-    )
-    state[PRE_FILTER_STOPPED_AT] = "MyOutOfTreePlugin"
-    assert fwk.dra_post_filter_error(state) is None
+    _, pre = plugin.pre_filter(state, pod, [])
+    assert pre is not None and pre.code == Code.SKIP
+    _, status = plugin.post_filter(state, pod, NodeToStatus())
+    assert status is not None and (status.code, status.reasons) == (Code.UNSCHEDULABLE, ())
 
 
 def test_explain_says_preemption_is_not_tried() -> None:

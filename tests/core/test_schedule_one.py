@@ -13,6 +13,7 @@ from scheduler.core.schedule_one import (
     MIN_FEASIBLE_NODES_TO_FIND,
     SchedulingAlgorithm,
     SchedulingError,
+    _rotated,
     num_feasible_nodes_to_find,
 )
 from scheduler.framework.fit_error import FitError, NoNodesAvailableError
@@ -475,3 +476,20 @@ def test_scores_are_not_logged_below_v10(caplog: pytest.LogCaptureFixture) -> No
     with caplog.at_level(V10 + 1, logger="pyscheduler.scheduler"):
         SchedulingAlgorithm(seed=0).schedule_pod(fwk, CycleState(), _pod(), _snapshot(_names(2)))
     assert not caplog.records
+
+
+@pytest.mark.parametrize(
+    ("count", "start", "pos", "size"),
+    [
+        pytest.param(5, 0, 0, 3, id="no-rotation"),
+        pytest.param(5, 3, 0, 5, id="wraps-around"),
+        pytest.param(5, 3, 1, 64, id="chunk-larger-than-what-is-left"),
+        pytest.param(5, 4, 4, 2, id="last-node-only"),
+        pytest.param(5, 2, 5, 3, id="past-the-end-is-empty"),
+        pytest.param(0, 0, 0, 3, id="no-nodes"),
+    ],
+)
+def test_rotated_chunks_equal_slices_of_the_rotated_list(count: int, start: int, pos: int, size: int) -> None:
+    """The walk takes its chunks from the node list without building the rotated list, and gets the same."""
+    nodes = [NodeInfo(f"n{i}") for i in range(count)]
+    assert _rotated(nodes, start, pos, size) == (nodes[start:] + nodes[:start])[pos : pos + size]

@@ -8,7 +8,9 @@ import pytest
 
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.core.api import AlreadyBoundError, BindError, BindLandedError, BindOutcomeUnknownError
+from scheduler.core.clock import FakeClock
 from scheduler.core.explain import explain_pod
+from scheduler.core.profile import build_scheduler
 from scheduler.framework.types import PodInfo
 from scheduler.testing import SchedulerHarness, make_node, make_pod
 
@@ -476,3 +478,32 @@ async def test_an_unanswered_bind_the_watch_already_confirmed_is_a_success() -> 
     assert env.scheduler.unconfirmed_binds == {} and uid not in env.scheduler.pending
     held = env.scheduler.cache.get_pod(uid)
     assert held is not None and held.node_name == "a"
+
+
+@pytest.mark.parametrize(
+    ("kind", "version", "label", "touched"),
+    [
+        pytest.param(None, "7", "a", False, id="listed-at-the-version-the-cache-holds-is-a-no-op"),
+        pytest.param("ADDED", "7", "a", False, id="re-added-at-the-version-the-cache-holds-is-a-no-op"),
+        pytest.param("ADDED", "8", "a", True, id="a-new-version-is-applied"),
+        pytest.param("ADDED", "8", "b", True, id="a-new-version-with-a-change-is-applied"),
+        pytest.param("MODIFIED", "7", "b", True, id="a-modified-event-is-always-applied"),
+    ],
+)
+def test_a_node_event_of_the_version_the_cache_holds_changes_nothing(
+    kind: str | None, version: str, label: str, touched: bool
+) -> None:
+    """kopf's node LIST replays every node the initial sync applied: a listed or re-added node at the
+    resourceVersion the cache holds neither touches the node (which would re-clone it into the snapshot and
+    drop every result kept for it) nor moves pods; anything else is applied as before."""
+    sched = build_scheduler(MemoryCluster(), clock=FakeClock(), seed=1)
+    node = make_node("n1").labels(group="a").obj()
+    node["metadata"]["resourceVersion"] = "7"
+    sched.events.on_node_event(None, node)
+    before = sched.cache.generation
+    again = make_node("n1").labels(group=label).obj()
+    again["metadata"]["resourceVersion"] = version
+    sched.events.on_node_event(kind, again)
+    assert (sched.cache.generation != before) is touched
+    held = sched.cache.get_node("n1")
+    assert held is not None and held.node is not None and held.node.labels["group"] == label

@@ -1,27 +1,47 @@
-"""Fail closed: pods using fields pyscheduler does not evaluate are never bound, and are told why."""
+"""Fail closed: pods using fields pyscheduler does not evaluate are never bound, and are told why.
+
+The list is empty since DynamicResources landed (spec.resourceClaims was its last entry), so the guard's
+machinery is exercised with an entry of the test's own (an upstream plugin pyscheduler lacks), installed in
+place of the list; and a pod with resource claims is shown to be no longer refused.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.config.load import load_config
+from scheduler.core import unsupported
 from scheduler.core.clock import FakeClock
 from scheduler.core.explain import explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.unsupported import UNSUPPORTED, UnsupportedFeature, find_unsupported
 from scheduler.framework.observer import Observer
+from scheduler.framework.types import PodInfo
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
-from scheduler.testing import PodBuilder, make_node, make_pod
+from scheduler.testing import make_node, make_pod
 
 JSON = dict[str, Any]
+LACKING = "GangScheduling"  # an upstream plugin pyscheduler does not have
+FIELD = "metadata.labels[gang]"
 
-# Every guard entry, with a pod that uses the field. All entries of UNSUPPORTED must appear here.
-CASES: list[tuple[str, PodBuilder, str]] = [
-    ("resourceClaims", make_pod("p").resource_claim("gpu"), "spec.resourceClaims"),
-]
+
+def _uses_gang(pod: PodInfo) -> str | None:
+    return FIELD if "gang" in pod.labels else None
+
+
+ENTRY = UnsupportedFeature("gang", LACKING, _uses_gang)
+
+
+@pytest.fixture
+def guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The guard refuses pods labelled `gang` for want of GangScheduling."""
+    assert LACKING not in REGISTRY
+    monkeypatch.setattr(unsupported, "UNSUPPORTED", (ENTRY,))
+    yield
 
 
 class CountingObserver(Observer):
@@ -43,19 +63,30 @@ def env(config: JSON | None = None) -> tuple[MemoryCluster, Any, FakeClock, Coun
     return cluster, sched, clock, observer
 
 
-def test_every_guard_entry_has_a_case() -> None:
-    """The table below covers the whole fail-closed list (a new entry needs a test)."""
-    assert sorted(f.feature for f in UNSUPPORTED) == sorted(c[0] for c in CASES)
+def test_no_default_plugin_is_missing_any_more() -> None:
+    """Every entry's plugin is missing from pyscheduler: none is left since DynamicResources landed."""
+    assert UNSUPPORTED == ()
 
 
-@pytest.mark.parametrize(("feature", "builder", "field"), [pytest.param(*c, id=c[0]) for c in CASES])
-async def test_pod_using_an_unsupported_field_is_not_bound(feature: str, builder: PodBuilder, field: str) -> None:
-    """Not bound; FailedScheduling naming the field and plugin; PodScheduled=False Unschedulable; counted."""
-    entry = next(f for f in UNSUPPORTED if f.feature == feature)
-    if entry.plugin in REGISTRY:
-        pytest.skip(f"{entry.plugin} is implemented: the guard no longer applies to {feature}")
+async def test_a_pod_with_resource_claims_is_no_longer_refused() -> None:
+    """spec.resourceClaims goes to DynamicResources: waiting for its claim (PreEnqueue), never refused."""
     cluster, sched, clock, observer = env()
-    obj = builder.scheduler_name("pyscheduler").obj()
+    obj = make_pod("p").resource_claim("gpu").obj()
+    cluster.apply_pod(obj)
+    await sched.run_until_idle(advance=clock.advance_to)
+    assert sched.unsupported == {} and observer.unsupported == []
+    [gated] = sched.queue.gated_pods()
+    assert (gated.gating_plugin, gated.gating_message) == (
+        "DynamicResources",
+        'pod "default/p": ResourceClaim not created yet',
+    )
+
+
+@pytest.mark.usefixtures("guard")
+async def test_pod_using_an_unsupported_field_is_not_bound() -> None:
+    """Not bound; FailedScheduling naming the field and plugin; PodScheduled=False Unschedulable; counted."""
+    cluster, sched, clock, observer = env()
+    obj = make_pod("p").label("gang", "a").obj()
     cluster.apply_pod(obj)
     await sched.run_until_idle(advance=clock.advance_to)
     uid = obj["metadata"]["uid"]
@@ -63,51 +94,52 @@ async def test_pod_using_an_unsupported_field_is_not_bound(feature: str, builder
     assert cluster.bindings == []
     [event] = [e for e in cluster.events if e.name == "p"]
     assert (event.type, event.reason, event.action) == ("Warning", "FailedScheduling", "Scheduling")
-    assert event.note.startswith(f"pyscheduler does not support {field} (upstream plugin {entry.plugin}) yet")
+    assert event.note.startswith(f"pyscheduler does not support {FIELD} (upstream plugin {LACKING}) yet")
     cond = cluster.conditions[uid]
     assert (cond.type, cond.status, cond.reason) == ("PodScheduled", "False", "Unschedulable")
     assert cond.message == event.note
-    assert observer.unsupported == [feature]
+    assert observer.unsupported == ["gang"]
     assert sched.attempts == 0  # never entered a scheduling cycle
     assert [p.key for p in sched.unsupported_pods()] == ["default/p"]
 
 
+@pytest.mark.usefixtures("guard")
 async def test_report_is_written_once_and_state_is_cleaned_on_delete() -> None:
     """An identical re-delivery (resync, no-op update) writes nothing again; deleting forgets the pod."""
     cluster, sched, _, observer = env()
-    obj = make_pod("p").resource_claim("gpu").obj()
+    obj = make_pod("p").label("gang", "a").obj()
     cluster.apply_pod(obj)
     cluster.apply_pod(obj)
     sched.events.resync([], [obj])
-    assert len(cluster.events) == 1 and observer.unsupported == ["resourceClaims"]
+    assert len(cluster.events) == 1 and observer.unsupported == ["gang"]
     cluster.delete_pod(obj["metadata"]["uid"])
     assert sched.unsupported == {} and sched.last_failure == {}
 
 
+@pytest.mark.usefixtures("guard")
 async def test_pod_updated_to_drop_the_field_is_scheduled() -> None:
     """The guard re-checks on update: without the field the pod enters the queue and binds."""
     cluster, sched, clock, _ = env()
-    obj = make_pod("p").resource_claim("gpu").obj()
+    obj = make_pod("p").label("gang", "a").obj()
     cluster.apply_pod(obj)
     await sched.run_until_idle(advance=clock.advance_to)
-    del obj["spec"]["resourceClaims"]
+    del obj["metadata"]["labels"]["gang"]
     cluster.apply_pod(obj)
     await sched.run_until_idle(advance=clock.advance_to)
     assert cluster.node_of(obj["metadata"]["uid"]) == "n1"
     assert sched.unsupported == {}
 
 
+@pytest.mark.usefixtures("guard")
 async def test_profile_disabling_the_upstream_plugin_opts_out() -> None:
-    """kube-scheduler ignores resourceClaims when DynamicResources is disabled: so do we."""
+    """kube-scheduler would not evaluate the field with the plugin disabled: neither do we."""
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "profiles": [
-            {"schedulerName": "pyscheduler", "plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}
-        ],
+        "profiles": [{"schedulerName": "pyscheduler", "plugins": {"multiPoint": {"disabled": [{"name": LACKING}]}}}],
     }
     cluster, sched, clock, observer = env(config)
-    obj = make_pod("p").resource_claim("gpu").obj()
+    obj = make_pod("p").label("gang", "a").obj()
     cluster.apply_pod(obj)
     await sched.run_until_idle(advance=clock.advance_to)
     assert cluster.node_of(obj["metadata"]["uid"]) == "n1"
@@ -116,21 +148,19 @@ async def test_profile_disabling_the_upstream_plugin_opts_out() -> None:
 
 def test_find_unsupported_skips_implemented_plugins() -> None:
     """An entry stops applying once its plugin is implemented and enabled."""
-    pod = make_pod("p").resource_claim("gpu").info()
-    entry = UnsupportedFeature(
-        "resourceClaims", "DynamicResources", lambda p: "spec.resourceClaims" if p.resource_claims else None
-    )
-    assert find_unsupported(pod, {"DynamicResources"}, set(), (entry,))[0].field == "spec.resourceClaims"
-    assert find_unsupported(pod, {"DynamicResources"}, {"DynamicResources"}, (entry,)) == []
-    assert find_unsupported(pod, set(), set(), (entry,)) == []
+    pod = make_pod("p").label("gang", "a").info()
+    assert find_unsupported(pod, {LACKING}, set(), (ENTRY,))[0].field == FIELD
+    assert find_unsupported(pod, {LACKING}, {LACKING}, (ENTRY,)) == []
+    assert find_unsupported(pod, set(), set(), (ENTRY,)) == []
 
 
+@pytest.mark.usefixtures("guard")
 async def test_explain_reports_the_refusal() -> None:
     """explain/simulate --explain show the guard's message and no best node."""
     _, sched, _, _ = env()
-    pod = make_pod("p").resource_claim("gpu").info()
+    pod = make_pod("p").label("gang", "a").info()
     expl = explain_pod(sched.profiles["pyscheduler"], pod, sched.cache.fresh_snapshot())
-    assert expl.unsupported == ["spec.resourceClaims (upstream plugin DynamicResources)"]
-    assert expl.message.startswith("pyscheduler does not support spec.resourceClaims")
+    assert expl.unsupported == [f"{FIELD} (upstream plugin {LACKING})"]
+    assert expl.message.startswith(f"pyscheduler does not support {FIELD}")
     assert expl.best == []
     assert [v.node for v in expl.nodes if v.feasible] == ["n1"]

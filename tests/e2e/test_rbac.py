@@ -645,6 +645,10 @@ async def test_without_events_create_no_event_is_written_and_the_log_says_why(
 
 
 STORAGE_READS = [
+    ("resource.k8s.io", "resourceclaims"),
+    ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "devicetaintrules"),
     ("", "persistentvolumeclaims"),
     ("", "persistentvolumes"),
     ("storage.k8s.io", "storageclasses"),
@@ -663,8 +667,8 @@ async def test_without_a_storage_read_the_scheduler_exits_naming_it(
     remove_rule: Callable[[Removal], Awaitable[None]],
     release: Release,
 ) -> None:
-    """No list/watch of one kind the volume plugins read: its informer's LIST is refused, pyscheduler exits 1
-    naming the resource, and never starts scheduling (it would decide without that kind)."""
+    """No list/watch of one kind the volume plugins or DynamicResources read: its informer's LIST is refused,
+    pyscheduler exits 1 naming the resource, and never starts scheduling (it would decide without that kind)."""
     await remove_rule(Removal("list", group, resource))
     run = await start_scheduler()
 
@@ -682,6 +686,10 @@ async def test_without_a_storage_read_the_scheduler_exits_naming_it(
 
 
 KIND_OF = {
+    "resourceclaims": "ResourceClaim",
+    "resourceslices": "ResourceSlice",
+    "deviceclasses": "DeviceClass",
+    "devicetaintrules": "DeviceTaintRule",
     "persistentvolumeclaims": "PersistentVolumeClaim",
     "persistentvolumes": "PersistentVolume",
     "storageclasses": "StorageClass",
@@ -727,6 +735,162 @@ async def test_without_volume_updates_prebind_fails_with_the_403(
         cond = status_condition(await get_pod(api_client, namespace, pod), "PodScheduled")
         assert cond is not None and (cond["status"], cond["reason"]) == ("False", "SchedulerError"), cond
         assert denial in cond["message"]
+        assert not (await get_pod(api_client, namespace, pod))["spec"].get("nodeName")
+    await run.stop()
+
+
+# --------------------------------------------------------------------------------------------- DynamicResources
+
+DRA = "/apis/resource.k8s.io/v1"
+DRA_DRIVER = "rbac.e2e.pyscheduler.io"
+
+
+@contextlib.asynccontextmanager
+async def dra_objects(api: ApiClient, namespace: str) -> AsyncIterator[None]:
+    """A DeviceClass of the test's driver (naming extended resource example.com/rbac-gpu) and a ResourceSlice
+    of two devices on `<namespace>-n0`; deleted afterwards with the claims of the namespace."""
+    cls = f"{namespace}.{DRA_DRIVER}"
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": cls},
+        "spec": {
+            "selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}],
+            "extendedResourceName": f"{namespace}.example.com/gpu",
+        },
+    }
+    await request_json(api, "POST", f"{DRA}/deviceclasses", body=body)
+    node = f"{namespace}-n0"
+    slice_ = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{namespace}-gpus"},
+        "spec": {
+            "driver": DRA_DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}],
+        },
+    }
+    await request_json(api, "POST", f"{DRA}/resourceslices", body=slice_)
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "gpu"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": cls}}]}},
+    }
+    await request_json(api, "POST", f"{DRA}/namespaces/{namespace}/resourceclaims", body=claim)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ApiException):
+            claims = await request_json(api, "GET", f"{DRA}/namespaces/{namespace}/resourceclaims")
+            for item in claims["items"]:
+                path = f"{DRA}/namespaces/{namespace}/resourceclaims/{item['metadata']['name']}"
+                with contextlib.suppress(ApiException):
+                    await request_json(
+                        api, "PATCH", path, body={"metadata": {"finalizers": None}}, content_type=MERGE_PATCH
+                    )
+                with contextlib.suppress(ApiException):
+                    await request_json(api, "DELETE", path)
+        for path in (f"{DRA}/resourceslices/{namespace}-gpus", f"{DRA}/deviceclasses/{cls}"):
+            with contextlib.suppress(ApiException):
+                await request_json(api, "DELETE", path)
+
+
+def _claim_pod_spec() -> JSON:
+    return {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}
+
+
+async def test_dynamic_resources_run_as_the_chart_service_account(
+    start_scheduler: StartScheduler,
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+) -> None:
+    """With the chart's rules a pod with a claim binds with its claim allocated and reserved (finalizer,
+    status, the resourceclaims/binding check), and a pod asking an extended resource backed by DRA binds
+    with the claim pyscheduler creates for it (and its pod status); no 403 anywhere."""
+    run = await start_ready(start_scheduler)
+    await create_node(f"{namespace}-n0")
+    async with dra_objects(api_client, namespace):
+        await create_pod("with-claim", spec=_claim_pod_spec())
+        await create_pod(
+            "extended", requests={f"{namespace}.example.com/gpu": "1"}, limits={f"{namespace}.example.com/gpu": "1"}
+        )
+        for name in ("with-claim", "extended"):
+            pod = await wait_for_pod_bound(api_client, namespace, name, within=60)
+            assert pod["spec"]["nodeName"] == f"{namespace}-n0"
+        claim = await request_json(api_client, "GET", f"{DRA}/namespaces/{namespace}/resourceclaims/gpu")
+        assert claim["status"]["allocation"]["devices"]["results"][0]["driver"] == DRA_DRIVER
+        assert claim["status"]["reservedFor"][0]["name"] == "with-claim"
+        extended = await get_pod(api_client, namespace, "extended")
+        assert extended["status"]["extendedResourceClaimStatus"]["resourceClaimName"].startswith("extended-extended-")
+    await asyncio.sleep(0.5)
+    assert_never_forbidden(run.log())
+    assert await run.stop() == 0
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource", "pod", "denial"),
+    [
+        pytest.param(
+            "update",
+            "resourceclaims",
+            "with-claim",
+            'cannot update resource "resourceclaims" in API group',
+            id="finalizer",
+        ),
+        pytest.param(
+            "update",
+            "resourceclaims/status",
+            "with-claim",
+            'cannot update resource "resourceclaims/status" in API group',
+            id="status",
+        ),
+        pytest.param(
+            "update",
+            "resourceclaims/binding",
+            "with-claim",
+            'status.reservedFor requires resource="resourceclaims/binding", verb="update"',
+            id="binding",
+        ),
+        pytest.param(
+            "create", "resourceclaims", "extended", 'cannot create resource "resourceclaims" in API group', id="create"
+        ),
+    ],
+)
+async def test_without_a_claim_write_prebind_fails_with_the_403(
+    verb: str,
+    resource: str,
+    pod: str,
+    denial: str,
+    start_scheduler: StartScheduler,
+    remove_rule: Callable[[Removal], Awaitable[None]],
+    release: Release,
+    api_client: ApiClient,
+    namespace: str,
+    create_node: NodeFactory,
+    create_pod: PodFactory,
+) -> None:
+    """Each ResourceClaim write DynamicResources' PreBind makes, taken away: the API server refuses it, the pod
+    stays unbound, and its FailedScheduling event and PodScheduled condition carry the refusal."""
+    await remove_rule(Removal(verb, "resource.k8s.io", resource))
+    run = await start_ready(start_scheduler)
+    await create_node(f"{namespace}-n0")
+    async with dra_objects(api_client, namespace):
+        if pod == "extended":
+            gpu = f"{namespace}.example.com/gpu"
+            await create_pod(pod, requests={gpu: "1"}, limits={gpu: "1"})
+        else:
+            await create_pod(pod, spec=_claim_pod_spec())
+        event = await wait_for_event(api_client, namespace, pod, "FailedScheduling")
+        note = event["note"]
+        assert note.startswith('running PreBind plugin "DynamicResources": '), note
+        assert denial in note and "forbidden" in note.lower(), note
+        cond = status_condition(await get_pod(api_client, namespace, pod), "PodScheduled")
+        assert cond is not None and (cond["status"], cond["reason"]) == ("False", "SchedulerError"), cond
         assert not (await get_pod(api_client, namespace, pod))["spec"].get("nodeName")
     await run.stop()
 

@@ -238,6 +238,19 @@ CLUSTER_RULES: set[Rule] = {
         for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments")
         for v in ("list", "watch")
     },
+    # DynamicResources: its informers, its claim writes, and the status writes (with the synthetic
+    # resourceclaims/binding subresource the API server checks for allocation and reservedFor changes).
+    *{
+        ("resource.k8s.io", r, v, None)
+        for r in ("resourceclaims", "resourceslices", "deviceclasses", "devicetaintrules")
+        for v in ("list", "watch")
+    },
+    *{("resource.k8s.io", "resourceclaims", v, None) for v in ("get", "create", "update", "delete")},
+    *{
+        ("resource.k8s.io", r, v, None)
+        for r in ("resourceclaims/status", "resourceclaims/binding")
+        for v in ("update", "patch")
+    },
 }
 
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 
 from scheduler import caching
+from scheduler.backend.cache.cache import Cache
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_config
 from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, CycleState
@@ -29,6 +30,7 @@ from scheduler.plugins.inter_pod_affinity import (
     PRE_FILTER_STATE_KEY,
     Args,
     InterPodAffinity,
+    NodeChanges,
     PreFilterState,
     new,
     parse_args,
@@ -1746,3 +1748,30 @@ def test_aggregate_far_behind_the_change_log_is_rebuilt(monkeypatch: pytest.Monk
     behind.refresh(changes, count_pods)
     assert behind.counts.pairs() == {("zone", "z"): 6}
     assert behind.nonempty == 3
+
+
+@pytest.mark.parametrize("steps", [pytest.param(s, id=f"{s}-updates") for s in (1, 5)])
+def test_node_changes_from_the_snapshot_log_equal_the_full_comparison(steps: int) -> None:
+    """Syncing from the snapshot's log of replaced nodes (Snapshot.changed_since) records what comparing every
+    node records: the same nodes, epochs and changed names (within an update in the cache's order, not the
+    node list's: the aggregates add them up, so order does not matter)."""
+    cache = Cache()
+    for i in range(6):
+        cache.add_node(NodeRecord(f"n{i}", labels={"zone": "z"}))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    logged, compared = NodeChanges(), NodeChanges()
+    logged.sync(snap.node_info_list, snap)
+    compared.sync(snap.node_info_list)
+    for step in range(steps):
+        cache.add_pod(pod(name=f"p{step}", node=f"n{step % 4}").info())
+        if step % 2:
+            cache.add_pod(pod(name=f"q{step}", node="n5").info())
+        cache.update_snapshot(snap)
+        assert snap.changed_since(snap.updates - 1, snap.node_info_list) is not None
+        logged.sync(snap.node_info_list, snap)
+        compared.sync(snap.node_info_list)
+    assert logged.nodes == compared.nodes and logged.epoch == compared.epoch
+    assert sorted(logged.since(0) or ()) == sorted(compared.since(0) or ())
+    for epoch in range(logged.epoch + 1):
+        assert set(logged.since(epoch) or ()) == set(compared.since(epoch) or ())

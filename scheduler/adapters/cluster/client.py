@@ -20,6 +20,7 @@ import logging
 import os
 import random
 import re
+import ssl
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 
+from scheduler.adapters.cluster.http1 import Http1Pool
 from scheduler.config.documents import DocumentError, decode_text, load_all
 
 log = logging.getLogger("pyscheduler.client")
@@ -223,6 +225,8 @@ class KubeClient:
         # code is "<error>" when no answer came (client-go's label for a transport error).
         self.request_observer: Callable[[str, str, str, float], None] | None = None
         self.host = urlsplit(str(configuration.host)).netloc or str(configuration.host)
+        self._lean: Http1Pool | None = None  # built on first use by _lean_pool
+        self._lean_unusable = False
 
     @classmethod
     async def create(
@@ -271,7 +275,28 @@ class KubeClient:
         )
 
     async def close(self) -> None:
+        if self._lean is not None:
+            await self._lean.close()
         await self.api_client.close()
+
+    def _lean_pool(self) -> Http1Pool | None:
+        """The lean HTTP/1.1 pool for `lean` requests, or None where it does not apply (a proxy, another scheme):
+        those requests then go through aiohttp like the rest."""
+        if self._lean is not None or self._lean_unusable:
+            return self._lean
+        cfg = self.configuration
+        parts = urlsplit(str(cfg.host))
+        if self.api_client.rest_client.proxy or parts.scheme not in ("http", "https") or not parts.hostname:
+            self._lean_unusable = True
+            return None
+        context = _ssl_context(cfg) if parts.scheme == "https" else None
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        limit = int(cfg.connection_pool_maxsize or 16)
+        self._lean = Http1Pool(
+            parts.hostname, port, context, server_hostname=cfg.tls_server_name or None, limit=limit,
+            connect_timeout=self.connect_timeout,
+        )
+        return self._lean
 
     async def bearer_token(self) -> str | None:
         """The current bearer token (re-read from the service-account file in-cluster), without "Bearer "."""
@@ -315,12 +340,14 @@ class KubeClient:
         request_timeout: float | None = None,
         limiter: TokenBucket | None = None,
         decode: bool = True,
+        lean: bool = False,
     ) -> Any:
         """Send one request; return the decoded JSON answer (the raw bytes with decode=False) or raise ApiError.
 
         retry="always" retries 429, 5xx, timeouts and connection errors (safe for reads, patches, events
         and binds, whose duplicate is a 409 the caller resolves); "never" only retries answers that prove
-        the request was not processed (429 and refused connections).
+        the request was not processed (429 and refused connections). `lean` sends it through the lean
+        HTTP/1.1 pool (http1.py) when one applies: for the small, hot writes (bindings, events).
         """
         attempt = 0
         while True:
@@ -329,7 +356,7 @@ class KubeClient:
             self.stats.requests += 1
             sent = time.monotonic()
             try:
-                status, headers, raw = await self._send(method, path, query, body, content_type, request_timeout)
+                status, headers, raw = await self._send(method, path, query, body, content_type, request_timeout, lean)
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 self._observe(method, "<error>", sent)
                 refused = isinstance(exc, aiohttp.ClientConnectorError)
@@ -365,6 +392,7 @@ class KubeClient:
         body: Any,
         content_type: str,
         request_timeout: float | None,
+        lean: bool = False,
     ) -> tuple[int, Mapping[str, str], bytes]:
         limit = request_timeout or self.request_timeout
         # Straight to the ApiClient's aiohttp session: call_api would walk the body and headers through
@@ -377,6 +405,12 @@ class KubeClient:
         if query or auth_query:
             url += "?" + urlencode([*(query or ()), *auth_query])
         data = None if body is None else body if isinstance(body, bytes) else json.dumps(body).encode()
+        pool = self._lean_pool() if lean else None
+        if pool is not None:
+            target = url[url.index("/", url.index("//") + 2) :]
+            async with asyncio.timeout(limit):
+                answer = await pool.request(method, target, headers, data)
+            return answer.status, answer.headers, answer.body
         rest = self.api_client.rest_client
         extra: dict[str, Any] = {}
         if rest.proxy:
@@ -463,6 +497,20 @@ class KubeClient:
                 yield page.get("items") or [], str(meta.get("resourceVersion") or ""), token
         finally:
             await _cancel(pending)
+
+
+def _ssl_context(cfg: Configuration) -> ssl.SSLContext:
+    """The TLS settings kubernetes_asyncio's REST client builds from a Configuration (rest.py), for the lean
+    pool: the CA bundle, the client certificate, and verification as configured."""
+    context = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+    if cfg.cert_file:
+        context.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file)
+    if not cfg.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if getattr(cfg, "disable_strict_ssl_verification", False):
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
 
 
 _CONTINUE = re.compile(rb'"continue"\s*:\s*"([A-Za-z0-9_=+/-]*)"')

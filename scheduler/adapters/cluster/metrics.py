@@ -134,6 +134,27 @@ class SchedulerMetrics(Observer):
             ["operation"],
             registry=registry,
         )
+        # DynamicResources' (registered with DRAExtendedResource and DRADeviceBindingConditions, both on).
+        self.resource_claim_creates = Counter(
+            "dynamic_resource_allocation_resourceclaim_creates",
+            "Number of ResourceClaims creation requests, categorized by creation status, admin access, and "
+            "owning API group and kind (either Pod or scheduling.k8s.io/PodGroup)",
+            ["status", "admin_access", "owner_api_group", "owner_api_kind"],
+            registry=registry,
+        )
+        self.dra_binding_conditions_allocations = Counter(
+            "scheduler_dra_bindingconditions_allocations",
+            "Number of allocations using devices with BindingConditions, counted per driver per scheduling attempt",
+            ["profile", "driver", "status"],
+            registry=registry,
+        )
+        self.dra_binding_conditions_wait_seconds = Histogram(
+            "scheduler_dra_bindingconditions_wait_duration_seconds",
+            "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
+            ["profile", "driver", "status"],
+            buckets=exponential_buckets(0.1, 2, 14),
+            registry=registry,
+        )
         self.rest_requests = Counter(
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -226,6 +247,15 @@ class SchedulerMetrics(Observer):
 
     def volume_scheduling_stage_error(self, operation: str) -> None:
         self.volume_stage_errors.labels(operation).inc()
+
+    def resource_claim_create(self, status: str) -> None:
+        self.resource_claim_creates.labels(status, "false", "", "Pod").inc()
+
+    def dra_binding_conditions_wait(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        self.dra_binding_conditions_wait_seconds.labels(profile, driver, status).observe(seconds)
+
+    def dra_binding_conditions_allocation(self, profile: str, driver: str, status: str) -> None:
+        self.dra_binding_conditions_allocations.labels(profile, driver, status).inc()
 
     def binding(self, seconds: float, ok: bool) -> None:
         if not ok:

@@ -37,6 +37,7 @@ from scheduler.core.api import (
     WriteError,
 )
 from scheduler.framework.fit_error import truncate_message
+from scheduler.framework.interface import ConflictError, NotFoundError
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.types import PodInfo
 
@@ -101,6 +102,8 @@ class WriterStats:
     binds: int = 0
     volume_updates: int = 0
     volume_update_errors: int = 0
+    claim_writes: int = 0
+    claim_write_errors: int = 0
     binds_landed: int = 0  # 409 on a bind whose earlier attempt had landed (reply lost): bound, not a conflict
     bind_conflicts: int = 0
     bind_gone: int = 0
@@ -145,7 +148,9 @@ class ClusterWriter:
         self._max_queued_events = max_queued_events
         self._events: collections.deque[_Write] = collections.deque()
         self._status: collections.OrderedDict[str, _Write] = collections.OrderedDict()
-        self._ready = asyncio.Event()
+        # Idle workers, each waiting on its own future: a queued write wakes one of them, not all (an Event
+        # would wake every worker for every event, and all but one would go back to sleep).
+        self._sleeping: collections.deque[asyncio.Future[None]] = collections.deque()
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -238,7 +243,10 @@ class ClusterWriter:
         allowance = self.bind_guard() if self.bind_guard is not None else None
         try:
             async with asyncio.timeout(allowance):
-                await self.client.request("POST", pod_path(pod.namespace, pod.name, "binding"), body=binding)
+                # The answer is a v1.Status nobody reads: not decoded. A hot write: the lean HTTP/1.1 pool.
+                await self.client.request(
+                    "POST", pod_path(pod.namespace, pod.name, "binding"), body=binding, decode=False, lean=True
+                )
         except TimeoutError as exc:
             self.stats.bind_errors += 1
             log.error("binding stopped: leadership may be lost", extra={"pod": pod.key, "node": node_name})
@@ -319,6 +327,89 @@ class ClusterWriter:
         if not isinstance(answer, dict):
             raise WriteError(f"updating {what}: the API server answered without an object")
         return answer
+
+    # ------------------------------------------------------------------ ClusterAPI: ResourceClaims
+
+    @staticmethod
+    def _claim_path(namespace: str, name: str = "", subresource: str = "") -> str:
+        path = f"/apis/resource.k8s.io/v1/namespaces/{quote(namespace, safe='')}/resourceclaims"
+        if name:
+            path += f"/{quote(name, safe='')}"
+        if subresource:
+            path += f"/{subresource}"
+        return path
+
+    async def _claim_call(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
+        """One ResourceClaim request (writes are never replayed once they may have been processed): 409 is a
+        ConflictError, 404 a NotFoundError, anything else a WriteError with the API server's message."""
+        retry: Literal["always", "never"] = "always" if method == "GET" else "never"
+        try:
+            answer = await self.client.request(method, path, retry=retry, **kwargs)
+        except ApiError as exc:
+            if method != "GET":
+                self.stats.claim_write_errors += 1
+            log.log(
+                logging.INFO if exc.status in (404, 409) else logging.WARNING,
+                "resourceclaim request failed",
+                extra={"object": what, "method": method, "status": exc.status, "error": exc.message},
+            )
+            if exc.status == 409:
+                raise ConflictError(exc.message) from exc
+            if exc.status == 404:
+                raise NotFoundError(exc.message) from exc
+            raise WriteError(exc.message) from exc
+        if method != "GET":
+            self.stats.claim_writes += 1
+        return answer
+
+    async def _claim_object(self, method: str, path: str, what: str, **kwargs: Any) -> JSON:
+        answer = await self._claim_call(method, path, what, **kwargs)
+        if not isinstance(answer, dict):
+            raise WriteError(f"{method} {what}: the API server answered without an object")
+        return answer
+
+    async def get_resource_claim(self, namespace: str, name: str) -> JSON:
+        what = f"resourceclaim {namespace}/{name}"
+        return await self._claim_object("GET", self._claim_path(namespace, name), what)
+
+    async def create_resource_claim(self, claim: Mapping[str, Any]) -> JSON:
+        """POST a claim (DynamicResources' claim for a pod's extended resources, with a generateName)."""
+        meta = claim.get("metadata") or {}
+        ns = str(meta.get("namespace") or "")
+        return await self._claim_object("POST", self._claim_path(ns), f"resourceclaim {ns}/", body=dict(claim))
+
+    async def update_resource_claim(self, claim: Mapping[str, Any]) -> JSON:
+        """PUT the claim (its finalizer)."""
+        meta = claim.get("metadata") or {}
+        ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        path = self._claim_path(ns, name)
+        return await self._claim_object("PUT", path, f"resourceclaim {ns}/{name}", body=dict(claim))
+
+    async def update_resource_claim_status(self, claim: Mapping[str, Any]) -> JSON:
+        """PUT the claim's status (allocation and reservedFor; or none of them: deallocation)."""
+        meta = claim.get("metadata") or {}
+        ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        path = self._claim_path(ns, name, "status")
+        return await self._claim_object("PUT", path, f"resourceclaim {ns}/{name}", body=dict(claim))
+
+    async def unreserve_resource_claim(self, namespace: str, name: str, claim_uid: str, pod_uid: str) -> None:
+        """Remove the pod from reservedFor with upstream's strategic merge patch (uid as a precondition)."""
+        body = {"metadata": {"uid": claim_uid}, "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]}}
+        path = self._claim_path(namespace, name, "status")
+        what = f"resourceclaim {namespace}/{name}"
+        await self._claim_call("PATCH", path, what, body=body, content_type=STRATEGIC_MERGE)
+
+    async def delete_resource_claim(self, namespace: str, name: str) -> None:
+        await self._claim_call("DELETE", self._claim_path(namespace, name), f"resourceclaim {namespace}/{name}")
+
+    async def patch_pod_extended_resource_claim_status(self, pod: PodInfo, status: Mapping[str, Any]) -> None:
+        """status.extendedResourceClaimStatus of the pod (a strategic merge patch of its status)."""
+        body = {"status": {"extendedResourceClaimStatus": dict(status)}}
+        path = pod_path(pod.namespace, pod.name, "status")
+        await self._claim_call("PATCH", path, f"pod {pod.key}", body=body, content_type=STRATEGIC_MERGE)
+
+    def record_pod_event(self, pod: PodInfo, event_type: str, reason: str, action: str, note: str) -> None:
+        self._event(pod, event_type, reason, action, note)
 
     # ------------------------------------------------------------------ ClusterAPI: events and conditions
 
@@ -511,7 +602,11 @@ class ClusterWriter:
         self._wake()
 
     def _wake(self) -> None:
-        self._ready.set()
+        while self._sleeping:
+            waiter = self._sleeping.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     # ------------------------------------------------------------------ workers
 
@@ -531,8 +626,13 @@ class ClusterWriter:
             if write is None:
                 if not self._in_flight:
                     self._idle.set()
-                self._ready.clear()
-                await self._ready.wait()
+                waiter = asyncio.get_running_loop().create_future()
+                self._sleeping.append(waiter)
+                try:
+                    await waiter
+                finally:
+                    if not waiter.done():
+                        waiter.cancel()
                 continue
             self._in_flight += 1
             settled = None
@@ -568,8 +668,13 @@ class ClusterWriter:
                 if isinstance(pod, dict) and (pod.get("spec") or {}).get("nodeName"):
                     await self._restore_scheduled(write)
             elif write.kind == "event":
-                await self.client.request(
-                    "POST", events_path(write.namespace), body=write.body, limiter=self.client.event_limiter
+                await self.client.request(  # the answer echoes the event back: not decoded
+                    "POST",
+                    events_path(write.namespace),
+                    body=write.body,
+                    limiter=self.client.event_limiter,
+                    decode=False,
+                    lean=True,
                 )
                 self.stats.events_written += 1
             else:

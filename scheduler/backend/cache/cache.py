@@ -443,6 +443,7 @@ class Cache:
                 node_images.pop(name, None)
         names = tree.list()  # rebuilt from scratch every cycle (field story 1)
         previous = snapshot._list_names
+        reordered = True
         try:
             if (
                 previous is not None
@@ -451,9 +452,11 @@ class Cache:
                 and caching.ENABLED  # disabled: the full remap every cycle
             ):
                 # Same order as last cycle (comparing the very same string objects is fast): patch the
-                # positions of the changed nodes into a copy instead of remapping every name.
-                out = list(snapshot.node_info_list)
+                # positions of the changed nodes into a copy instead of remapping every name. Nothing changed:
+                # the same list (a list handed out is never modified).
+                reordered = False
                 if changed:
+                    out = list(snapshot.node_info_list)
                     index = snapshot._list_index
                     if index is None:
                         index = snapshot._list_index = {n: i for i, n in enumerate(names)}
@@ -461,11 +464,12 @@ class Cache:
                         i = index.get(name)
                         if i is not None:
                             out[i] = infos[name]
-                snapshot.node_info_list = out
+                    snapshot.node_info_list = out
             else:
                 snapshot.node_info_list = list(map(infos.__getitem__, names))
                 snapshot._list_index = None
         except KeyError:  # cannot happen unless the generation bookkeeping is broken: rebuild in full
+            reordered = True
             snapshot.node_info_map = infos = {n: nodes[n].clone() for n in names}
             snapshot.node_info_list = [infos[n] for n in names]
             snapshot.node_image_states = {n: images for n in names}
@@ -475,6 +479,7 @@ class Cache:
         snapshot._list_of = snapshot.node_info_list
         snapshot.image_states = images
         snapshot.generation = self._generation
+        snapshot.record_update(changed, reordered)
 
     def fresh_snapshot(self) -> Snapshot:
         """A snapshot built from scratch (reference for consistency checks and tests)."""

@@ -84,8 +84,15 @@ class _ByLess:
 
 def _pod_updated(old: PodInfo, new: PodInfo) -> bool:
     """Whether an update may change the scheduling result (upstream isPodUpdated: spec or metadata, not
-    status or resourceVersion). Spec is compared by fingerprint, metadata by labels."""
-    return old.spec_fingerprint != new.spec_fingerprint or old.labels != new.labels
+    status or resourceVersion). Spec is compared by fingerprint, metadata by labels. Of the status, only the
+    claims generated for the pod count (upstream's UpdatePodGeneratedResourceClaim, which DynamicResources
+    queues the pod for)."""
+    return (
+        old.spec_fingerprint != new.spec_fingerprint
+        or old.labels != new.labels
+        or old.resource_claim_statuses != new.resource_claim_statuses
+        or old.extended_resource_claim != new.extended_resource_claim
+    )
 
 
 class SchedulingQueue:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -66,11 +66,14 @@ SUPPORTED_FEATURES = Features(
 """What this allocator implements: upstream's "incubating" variant (the alpha-only entries belong to
 "experimental", which kube-scheduler only picks when an alpha DRA gate is turned on)."""
 
-DEFAULT_FEATURES = SUPPORTED_FEATURES
+DEFAULT_FEATURES = replace(SUPPORTED_FEATURES, fractional_capacity_range=False)
 """AllocatorFeatures() of kube-scheduler v1.37.2 with its default gates: DRAAdminAccess, DRAPrioritizedList
-(GA), DRADeviceTaints (GA), DRAPartitionableDevices, DRAConsumableCapacity, DRAFractionalCapacityRange,
-DRADeviceBindingConditions (beta, on) with DRAResourceClaimDeviceStatus (GA); the alpha DRAListTypeAttributes,
-DRAOptionalNodeOperations, DRADerivedAttributes, DRADeviceCompatibilityGroups are off."""
+(GA), DRADeviceTaints (GA), DRAPartitionableDevices, DRAConsumableCapacity, DRADeviceBindingConditions (beta,
+on) with DRAResourceClaimDeviceStatus (GA); the alpha DRAListTypeAttributes, DRAOptionalNodeOperations,
+DRADerivedAttributes, DRADeviceCompatibilityGroups are off, and so is DRAFractionalCapacityRange: its 1.37 beta
+default of true needs --min-compatibility-version 1.37, while a 1.37 binary defaults to 1.36 (the upstream
+binary's kubernetes_feature_enabled{name="DRAFractionalCapacityRange"} is 0). Upstream then still runs the
+incubating allocator, with that feature off."""
 
 
 class ConsumedCapacityCollection(dict[DeviceID, ConsumedCapacity]):

@@ -40,6 +40,7 @@ from scheduler.framework.interface import (
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.objects import (
     CSI_DRIVER,
@@ -185,10 +186,13 @@ class VolumeBinding(
     PreBindPlugin,
     EnqueueExtensions,
     ExplainExtensions,
+    SignPlugin,
 ):
     """Binds a pod's claims: filters nodes on PV affinity / provisioning, assumes, writes and waits."""
 
     name: ClassVar[str] = NAME
+    # Reads claims, volumes and classes: kept results only where it was skipped.
+    sign_reads_cluster: ClassVar[bool] = True
     object_kinds: ClassVar[tuple[str, ...]] = (
         PERSISTENT_VOLUME_CLAIM,
         PERSISTENT_VOLUME,
