@@ -35,7 +35,18 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from scheduler import caching
-from scheduler.config.decode import child, json_quote, json_type
+from scheduler.config.decode import (
+    ARGS_ENVELOPE_FIELDS,
+    FieldErrors,
+    as_int,
+    as_mapping,
+    check_fields,
+    check_kind,
+    child,
+    decode_error,
+    json_quote,
+    json_type,
+)
 from scheduler.framework.interface import (
     ASSIGNED_POD,
     MAX_NODE_SCORE,
@@ -66,15 +77,6 @@ from scheduler.framework.objects import NAMESPACE
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import SKIP, Code, Status, error_status, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins.node_resources_fit import (
-    ARGS_ENVELOPE_FIELDS,
-    FieldErrors,
-    as_int,
-    as_mapping,
-    check_fields,
-    check_kind,
-    decode_error,
-)
 
 NAME: Final = "InterPodAffinity"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME

@@ -24,7 +24,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Final
 
 from scheduler import caching
-from scheduler.config.decode import child, json_quote
+from scheduler.config.decode import (
+    ARGS_ENVELOPE_FIELDS,
+    as_int,
+    as_list,
+    as_mapping,
+    as_str,
+    check_fields,
+    check_kind,
+    child,
+    go_value,
+    json_quote,
+)
 from scheduler.config.errors import ConfigError
 from scheduler.framework.interface import (
     ASSIGNED_POD,
@@ -63,16 +74,6 @@ from scheduler.framework.objects import (
 from scheduler.framework.status import SKIP, Status, error_status, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.node_affinity import REQUIRED_KEY, RequiredNodeAffinity
-from scheduler.plugins.node_resources_fit import (
-    ARGS_ENVELOPE_FIELDS,
-    as_int,
-    as_list,
-    as_mapping,
-    as_str,
-    check_fields,
-    check_kind,
-    go_value,
-)
 from scheduler.plugins.taint_toleration import find_untolerated_taint
 
 NAME: Final = "PodTopologySpread"

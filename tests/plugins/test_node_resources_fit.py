@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from scheduler.config.errors import ConfigError
+from scheduler.config.plugin_args import DEFAULT_RESOURCES, ResourceSpec, UtilizationShapePoint
 from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, ClusterEvent, CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo, parse_pod
@@ -22,9 +23,7 @@ from scheduler.plugins.node_resources_fit import (
     REQUESTED_TO_CAPACITY_RATIO,
     Args,
     NodeResourcesFit,
-    ResourceSpec,
     ScoringStrategy,
-    UtilizationShapePoint,
 )
 from scheduler.testing import PodBuilder, StaticHandle, make_node, make_pod, node_info
 
@@ -511,7 +510,7 @@ def test_duplicate_resources_take_the_general_path() -> None:
 
 def test_default_args() -> None:
     """No args means LeastAllocated over cpu and memory with weight 1, nothing ignored."""
-    assert fit.parse_args(None) == Args((), (), ScoringStrategy(LEAST_ALLOCATED, fit.DEFAULT_RESOURCES, None))
+    assert fit.parse_args(None) == Args((), (), ScoringStrategy(LEAST_ALLOCATED, DEFAULT_RESOURCES, None))
     assert (
         fit.parse_args({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeResourcesFitArgs"})
         == Args()
