@@ -20,7 +20,7 @@ from scheduler.config.plugin_args import DEFAULT_RESOURCES, ResourceSpec, decode
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreScorePlugin, ScorePlugin, SignPlugin
 from scheduler.framework.status import SKIP, Status
 from scheduler.framework.types import NodeInfo, PodInfo, memo_lookup, requests_fragment
-from scheduler.plugins.node_resources_fit import KIND_CPU, KIND_MEMORY, ScoredResource, node_amounts, score_plan
+from scheduler.plugins.resource_allocation import KIND_CPU, KIND_MEMORY, ScoredResource, node_amounts, score_plan
 
 NAME: Final = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME

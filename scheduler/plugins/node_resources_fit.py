@@ -1,8 +1,10 @@
 """NodeResourcesFit: reject nodes without room for the pod's requests, and score by allocation.
 
 Mirrors upstream `plugins/noderesources/fit.go` plus the scoring strategies in `least_allocated.go`,
-`most_allocated.go`, `requested_to_capacity_ratio.go` and `resource_allocation.go` (v1.37), including
-their integer arithmetic, so filter reasons and scores match kube-scheduler exactly.
+`most_allocated.go` and `requested_to_capacity_ratio.go` (v1.37), including their integer arithmetic, so
+filter reasons and scores match kube-scheduler exactly. What the scoring shares with
+NodeResourcesBalancedAllocation (`resource_allocation.go`) is in resource_allocation.py, the shape function
+it shares with VolumeBinding (helper's `BuildBrokenLinearFunction`) in shape_score.py.
 
 Its args (`NodeResourcesFitArgs`) are decoded and validated here, with the strict-decoding helpers and the
 shared args types of `scheduler.config` (decode.py, plugin_args.py).
@@ -29,7 +31,6 @@ from scheduler.config.decode import (
 )
 from scheduler.config.plugin_args import (
     DEFAULT_RESOURCES,
-    MAX_CUSTOM_PRIORITY_SCORE,
     MAX_UTILIZATION,
     ResourceSpec,
     UtilizationShapePoint,
@@ -67,10 +68,17 @@ from scheduler.framework.types import (
     MEMORY,
     NodeInfo,
     PodInfo,
-    is_scalar_resource_name,
     memo_lookup,
     requests_fragment,
 )
+from scheduler.plugins.resource_allocation import (
+    KIND_CPU,
+    KIND_MEMORY,
+    ScoredResource,
+    node_amounts,
+    score_plan,
+)
+from scheduler.plugins.shape_score import broken_linear
 
 NAME: Final = "NodeResourcesFit"
 
@@ -200,108 +208,7 @@ def parse_args(raw: Mapping[str, Any] | None, *, path: str = "") -> Args:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Scoring arithmetic shared with NodeResourcesBalancedAllocation
-
-# How a scored resource is read from a node: allocatable and already-requested amounts.
-KIND_CPU: Final = 0
-KIND_MEMORY: Final = 1
-KIND_EPHEMERAL: Final = 2
-KIND_SCALAR: Final = 3
-
-
-@dataclass(frozen=True, slots=True)
-class ScoredResource:
-    """One configured resource with the incoming pod's request for it, resolved once per cycle."""
-
-    kind: int
-    name: str
-    pod_request: int
-    weight: int
-
-
-def resource_kind(name: str) -> int:
-    if name == CPU:
-        return KIND_CPU
-    if name == MEMORY:
-        return KIND_MEMORY
-    if name == EPHEMERAL_STORAGE:
-        return KIND_EPHEMERAL
-    return KIND_SCALAR
-
-
-def pod_resource_request(pod: PodInfo, name: str, use_requested: bool, pod_level: bool = True) -> int:
-    """calculatePodResourceRequest: cpu/memory use the non-zero defaults unless `use_requested`; without
-    `pod_level` the pod-level requests are skipped (NodeResourcesFit's scorer, see PodInfo.container_requests)."""
-    requests, nz_cpu, nz_mem = pod.requests, pod.non_zero_cpu, pod.non_zero_memory
-    if not pod_level and pod.container_requests is not None:
-        requests, nz_cpu, nz_mem = pod.container_requests
-    if name == CPU:
-        return requests.milli_cpu if use_requested else nz_cpu
-    if name == MEMORY:
-        return requests.memory if use_requested else nz_mem
-    if name == EPHEMERAL_STORAGE:
-        return requests.ephemeral_storage
-    return requests.scalar.get(name, 0)
-
-
-def score_plan(
-    pod: PodInfo, resources: Sequence[ResourceSpec], use_requested: bool, pod_level: bool = True
-) -> list[ScoredResource | None]:
-    """Per configured resource, the pod's request; None where upstream skips it for every node.
-
-    A scalar resource the pod does not request is skipped (calculateNodeAllocatableRequest), so it never
-    enters the weight sum; the list stays parallel to `resources`.
-    """
-    plan: list[ScoredResource | None] = []
-    for spec in resources:
-        req = pod_resource_request(pod, spec.name, use_requested, pod_level)
-        if req == 0 and is_scalar_resource_name(spec.name):
-            plan.append(None)
-        else:
-            plan.append(ScoredResource(resource_kind(spec.name), spec.name, req, spec.weight))
-    return plan
-
-
-def node_amounts(res: ScoredResource, node: NodeInfo, use_requested: bool) -> tuple[int, int]:
-    """(allocatable, already requested) of one resource on a node (calculateResourceAllocatableRequest).
-
-    Fit scoring reads cpu/memory from the non-zero sums; ephemeral storage and scalars always use the
-    real requests. A scalar the node does not advertise reads as (0, 0).
-    """
-    alloc = node.allocatable
-    kind = res.kind
-    if kind == KIND_CPU:
-        return alloc.milli_cpu, node.requested.milli_cpu if use_requested else node.non_zero_cpu
-    if kind == KIND_MEMORY:
-        return alloc.memory, node.requested.memory if use_requested else node.non_zero_memory
-    if kind == KIND_EPHEMERAL:
-        return alloc.ephemeral_storage, node.requested.ephemeral_storage
-    if res.name in alloc.scalar:
-        return alloc.scalar[res.name], node.requested.scalar.get(res.name, 0)
-    return 0, 0
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's int64 division, which truncates toward zero (Python's // floors)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def broken_linear(shape: Sequence[UtilizationShapePoint]) -> list[int]:
-    """helper.BuildBrokenLinearFunction over the scaled shape, tabulated for utilization 0..100."""
-    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    points = [(p.utilization, p.score * scale) for p in shape]
-
-    def f(p: int) -> int:
-        for i, (u, s) in enumerate(points):
-            if p <= u:
-                if i == 0:
-                    return points[0][1]
-                u0, s0 = points[i - 1]
-                return s0 + go_div((s - s0) * (p - u0), u - u0)
-        return points[-1][1]
-
-    return [f(p) for p in range(MAX_UTILIZATION + 1)]
+# The scoring strategies (least_allocated.go, most_allocated.go, requested_to_capacity_ratio.go)
 
 
 def least_requested_score(requested: int, capacity: int) -> int:

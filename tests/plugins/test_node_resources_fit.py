@@ -735,20 +735,6 @@ def test_is_extended_resource_name(name: str, extended: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "want"),
-    [
-        pytest.param(7, 2, 3, id="positive"),
-        pytest.param(-7, 2, -3, id="negative-truncates-up"),
-        pytest.param(7, -2, -3, id="negative-divisor"),
-        pytest.param(-8, 2, -4, id="exact"),
-    ],
-)
-def test_go_div(a: int, b: int, want: int) -> None:
-    """Integer division truncates toward zero as in Go, not toward minus infinity."""
-    assert fit.go_div(a, b) == want
-
-
-@pytest.mark.parametrize(
     ("num", "den", "want"),
     [
         pytest.param(45, 2, 23, id="half-rounds-up"),

@@ -62,7 +62,7 @@ from scheduler.framework.objects import (
 )
 from scheduler.framework.status import SKIP, Code, Status, error_status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins.node_resources_fit import broken_linear
+from scheduler.plugins.shape_score import broken_linear
 from scheduler.plugins.volume_binding.binder import PodVolumeClaims, PodVolumes, VolumeBinder, try_translate_pv_to_csi
 from scheduler.storage.volume import (
     ANN_SELECTED_NODE,
