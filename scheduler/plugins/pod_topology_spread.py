@@ -64,6 +64,7 @@ from scheduler.framework.labels import (
     label_key_errors,
     selector_from_set,
 )
+from scheduler.framework.node_selector import REQUIRED_KEY, RequiredNodeAffinity
 from scheduler.framework.objects import (
     REPLICA_SET,
     REPLICATION_CONTROLLER,
@@ -72,9 +73,7 @@ from scheduler.framework.objects import (
     ObjectLister,
 )
 from scheduler.framework.status import SKIP, Status, error_status, unresolvable, unschedulable
-from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins.node_affinity import REQUIRED_KEY, RequiredNodeAffinity
-from scheduler.plugins.taint_toleration import find_untolerated_taint
+from scheduler.framework.types import NodeInfo, PodInfo, find_untolerated_taint
 
 NAME: Final = "PodTopologySpread"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
