@@ -1,4 +1,7 @@
-"""The `pyscheduler` command: run (in a cluster), simulate (offline from a YAML dump), explain."""
+"""The `pyscheduler` command: run (in a cluster), simulate (offline from a YAML dump), explain.
+
+Each command imports what it needs when it runs: `explain --server` is one HTTP request and must not pay for
+the scheduler's framework, plugins and Kubernetes client at every start."""
 
 from __future__ import annotations
 
@@ -8,9 +11,6 @@ import json
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-from scheduler.config.errors import ConfigError
-from scheduler.core.profile import load_config_or_report
 
 if TYPE_CHECKING:
     from scheduler.config.types import SchedulerConfiguration
@@ -27,44 +27,48 @@ def _split_pod_ref(ref: str) -> tuple[str, str]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from scheduler.config.documents import DocumentError, decode_text
+    from scheduler.config.errors import ConfigError
     from scheduler.core import gc_policy
     from scheduler.core.explain import render_text
-    from scheduler.simulate import InputError, load_documents, render_table, simulate
+    from scheduler.core.profile import load_config_or_report
+    from scheduler.progress import Progress
+    from scheduler.simulate import InputError, read_cluster, render_table, simulate
 
     config = load_config_or_report(args.config, plugins=args.plugin)
     if config is None:
         return EXIT_USAGE
     config = _with_scheduler_names(config, args.scheduler_name)
     gc_policy.tune()
+    progress = Progress()  # silent unless it takes more than 2 s
     try:
-        if args.cluster == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(args.cluster, "rb") as fh:
-                data = fh.read()
         with gc_policy.bulk_load():  # a whole dump's objects, all alive until the end: no collections meanwhile
-            objects = load_documents(decode_text(data, args.cluster), args.cluster)
-            del data
+            objects = read_cluster(args.cluster, progress.phase)
     except OSError as exc:
+        progress.done("failed")
         print(f"error: {args.cluster}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (InputError, DocumentError) as exc:
+    except InputError as exc:
+        progress.done("failed")
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    progress.phase(f"scheduling {len(objects):,} objects")
     try:
         result = simulate(objects, config, seed=args.seed, own_objects=True)
     except ConfigError as exc:  # a plugin that fails to start
+        progress.done("failed")
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     explanation = None
     if args.explain:
+        progress.phase(f"explaining {args.explain}")
         ns, name = _split_pod_ref(args.explain)
         try:
             explanation = result.explain(ns, name)
         except KeyError as exc:
+            progress.done("failed")
             print(f"error: {exc.args[0]}", file=sys.stderr)
             return EXIT_USAGE
+    progress.done()
     _warn_other_schedulers(result.other_schedulers(), [p.scheduler_name for p in config.profiles])
     if args.output == "json":
         doc: dict[str, object] = result.to_json()

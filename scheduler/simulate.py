@@ -13,21 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler import caching
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.admission import admit_pod
-from scheduler.config.documents import DocumentError, load_all
+from scheduler.config.documents import DocumentError, decode_text, load_all, load_json_bytes
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.clock import FakeClock
 from scheduler.core.explain import Explanation, explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.node_selector import RequiredNodeAffinity
-from scheduler.framework.objects import KINDS, RESOURCE_CLAIM
+from scheduler.framework.objects import KINDS, NAMESPACE, RESOURCE_CLAIM, SYSTEM_NAMESPACES
 from scheduler.framework.types import ParseError, PodInfo, parse_node, parse_pod, tolerations_tolerate
 from scheduler.plugins.dynamic_resources.claims import ClaimError, allocation_of, allocation_results, claim_name
 from scheduler.validation import validate
@@ -273,13 +274,46 @@ class SimulationResult:
         raise KeyError(f"pod {namespace}/{name} not found in the simulation")
 
 
-def load_documents(text: str, source: str = "input") -> Documents:
+def load_documents(text: str, source: str = "input", progress: Callable[[str], None] | None = None) -> Documents:
     """Parse YAML documents, a JSON document, or v1 Lists into objects, validating each as the API server
     would (the fields the scheduler reads), so nothing runs on bad input. Duplicate objects are refused."""
     try:
         docs = load_all(text, source)
     except DocumentError as exc:
         raise InputError(str(exc)) from exc
+    return documents_from(docs, source, progress)
+
+
+def read_cluster(path: str, progress: Callable[[str], None] | None = None) -> Documents:
+    """load_documents of a file ('-': stdin), its bytes and text dropped as soon as they are parsed (a 500 MB
+    JSON dump is never held as bytes, text and objects at once). OSError when it cannot be read."""
+    report = progress or (lambda _: None)
+    if path == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    report(f"parsing {path} ({len(data) / 1e6:.1f} MB)")
+    doc = load_json_bytes(data)
+    try:
+        if doc is not None:
+            del data
+            docs = [doc]
+        else:
+            text = decode_text(data, path)
+            del data
+            docs = load_all(text, path)
+            del text
+    except DocumentError as exc:
+        raise InputError(str(exc)) from exc
+    return documents_from(docs, path, progress)
+
+
+def documents_from(docs: list[Any], source: str, progress: Callable[[str], None] | None = None) -> Documents:
+    """The objects of parsed documents (v1 Lists flattened), each validated, pods parsed after admission."""
+    if progress is not None:
+        count = sum(len(d["items"]) if isinstance(d, dict) and isinstance(d.get("items"), list) else 1 for d in docs)
+        progress(f"checking {count:,} objects as kube-apiserver would")
     objects: list[JSON] = []
     pods: list[tuple[str, JSON]] = []  # (where, pod) to parse once their priority is admitted
     for index, doc in enumerate(docs):
@@ -491,8 +525,20 @@ async def simulate_async(
         order.append(uid)
         names[uid] = (str(meta.get("namespace") or "default"), str(meta.get("name")))
 
+    objects = list(objects) if not isinstance(objects, list) else objects
+    namespaces = _namespaces(objects)
+    for name in SYSTEM_NAMESPACES:
+        if name not in namespaces:
+            cluster.apply_object(_namespace(name))
+    declared = set(SYSTEM_NAMESPACES) | namespaces
+
     for obj in objects:
         kind = obj["kind"]
+        if kind == "Pod":
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+            if namespace not in declared:  # a pod's namespace exists in the cluster it was dumped from
+                declared.add(namespace)
+                cluster.apply_object(_namespace(namespace))
         if kind == "Node":
             cluster.apply_node(obj)
             for ds in daemonsets:
@@ -545,6 +591,18 @@ async def simulate_async(
         devices = pod_devices(cluster, cluster.pods[uid]) if node is not None else []
         result.outcomes.append(Outcome(ns, name, node, message, preempted_by, devices))
     return result
+
+
+def _namespaces(objects: list[JSON]) -> set[str]:
+    return {
+        str((obj.get("metadata") or {}).get("name")) for obj in objects if obj.get("kind") == NAMESPACE
+    }
+
+
+def _namespace(name: str) -> JSON:
+    """A Namespace as kube-apiserver has it: for the system ones, and for a pod's namespace the file omits
+    (a `kubectl get nodes,pods -A` dump has none); labels beyond its name are unknown, so it has none."""
+    return {"apiVersion": "v1", "kind": NAMESPACE, "metadata": {"name": name}}
 
 
 def simulate(

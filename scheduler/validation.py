@@ -23,10 +23,10 @@ from scheduler.framework.labels import (
     label_key_errors,
     label_value_errors,
     not_supported,
-    parse_go_int64,
     quote_value,
+    regex_error,
 )
-from scheduler.framework.quantity import parse_quantity
+from scheduler.framework.quantity import parse_quantity, quantity_string
 
 _DNS1123_LABEL_RE: Final = re.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL_ERR: Final = (
@@ -128,6 +128,23 @@ def _metadata(errs: _Errors, obj: Mapping[str, Any], namespaced: bool) -> None:
         if ns and (len(ns) > 63 or not _DNS1123_LABEL_RE.fullmatch(ns)):
             errs.append(invalid("metadata.namespace", ns, _DNS1123_LABEL_ERR))
     _labels(errs, meta.get("labels"), "metadata.labels")
+    _owner_references(errs, meta.get("ownerReferences"))
+
+
+_OWNER_FIELDS: Final = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+
+
+def _owner_references(errs: _Errors, raw: Any) -> None:
+    """ValidateOwnerReferences' rule the scheduler depends on (it reads the controller): at most one."""
+    refs = [r for r in errs.items(raw, "metadata.ownerReferences") if isinstance(r, Mapping)]
+    controllers = [f"{r.get('kind')}/{r.get('name')}" for r in refs if r.get("controller") is True]
+    shown = [{k: r[k] for k in _OWNER_FIELDS if k in r} for r in refs]
+    for other in controllers[1:]:
+        detail = (
+            'Only one reference can have Controller set to true. Found "true" in references for '
+            f"{controllers[0]} and {other}"
+        )
+        errs.append(invalid("metadata.ownerReferences", shown, detail))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -145,11 +162,103 @@ def _quantities(errs: _Errors, raw: Any, path: str) -> dict[str, Any]:
             errs.append(invalid(where, qty, str(exc)))
             continue
         if value.numerator < 0:  # a Fraction: the sign is the numerator's
-            errs.append(invalid(where, qty, "must be greater than or equal to 0"))
-        elif "/" in str(name) and value.denominator != 1:
-            errs.append(invalid(where, qty, "must be an integer"))
+            errs.append(invalid(where, canonical(qty), "must be greater than or equal to 0"))
+        elif (_is_extended(str(name)) or str(name) == "pods") and value.denominator != 1:
+            errs.append(invalid(where, canonical(qty), "must be an integer"))
         out[str(name)] = value
     return out
+
+
+_STANDARD_RESOURCES: Final = frozenset({
+    "cpu", "memory", "storage", "ephemeral-storage", "pods", "services", "replicationcontrollers",
+    "resourcequotas", "secrets", "configmaps", "persistentvolumeclaims", "services.nodeports",
+    "services.loadbalancers", "requests.cpu", "requests.memory", "requests.storage", "requests.ephemeral-storage",
+    "limits.cpu", "limits.memory", "limits.ephemeral-storage",
+})
+_CONTAINER_RESOURCES: Final = frozenset({"cpu", "memory", "ephemeral-storage"})
+_POD_LEVEL_RESOURCES: Final = ("cpu", "hugepages-", "memory")  # as upstream lists them
+_HUGEPAGES = "hugepages-"
+
+
+def canonical(qty: Any) -> str:
+    """Quantity.String() of a valid quantity, as field errors print it ("1.5" is "1500m", "1024Mi" "1Gi")."""
+    return quantity_string(qty if isinstance(qty, str) else str(qty))
+
+
+def _is_native(name: str) -> bool:
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def _is_extended(name: str) -> bool:
+    """helper.IsExtendedResourceName: not native, not `requests.`, and `requests.<name>` a qualified name."""
+    return not _is_native(name) and not name.startswith("requests.") and not label_key_errors(f"requests.{name}")
+
+
+def _overcommit_allowed(name: str) -> bool:
+    return _is_native(name) and not name.startswith(_HUGEPAGES)
+
+
+def _resource_name_errors(name: str, path: str) -> list[str]:
+    """validateResourceName: a qualified name, and fully qualified unless it is a standard one."""
+    problems = label_key_errors(name)
+    if problems:
+        return [invalid(path, name, p) for p in problems]
+    if "/" not in name and name not in _STANDARD_RESOURCES and not name.startswith(_HUGEPAGES):
+        return [invalid(path, name, "must be a standard resource type or fully qualified")]
+    return []
+
+
+def _container_resource_name_errors(name: str, path: str) -> list[str]:
+    """ValidateContainerResourceName (its messages, both when the name is neither standard nor qualified)."""
+    if name in _CONTAINER_RESOURCES:  # the common case, quickly
+        return []
+    out = _resource_name_errors(name, path)
+    if "/" not in name:
+        if name not in _CONTAINER_RESOURCES and not name.startswith(_HUGEPAGES):
+            out.append(invalid(path, name, "must be a standard resource for containers"))
+    elif not _is_native(name) and not _is_extended(name):
+        out.append(invalid(path, name, "doesn't follow extended resource name standard"))
+    return out
+
+
+def _pod_resource_name_errors(name: str, path: str) -> list[str]:
+    """validatePodResourceName: pod-level resources are cpu, memory and hugepages."""
+    out = _resource_name_errors(name, path)
+    if not out and name not in ("cpu", "memory") and not name.startswith(_HUGEPAGES):
+        out.append(not_supported(path, name, _POD_LEVEL_RESOURCES))
+    return out
+
+
+def _resource_requirements(
+    errs: _Errors, res: Mapping[str, Any], path: str, name_errors: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """validateResourceRequirements after defaulting (a limit without a request is the request): names,
+    non-negative (integer where it must be) quantities, requests within limits, and equal to them for
+    resources that cannot be overcommitted (extended ones, hugepages), which also need a limit. Returns the
+    parsed (requests, limits)."""
+    limits_raw = errs.mapping(res.get("limits"), f"{path}.limits") or {}
+    requests_raw = errs.mapping(res.get("requests"), f"{path}.requests") or {}
+    requests_raw = {**limits_raw, **requests_raw}  # API defaulting: a limit without a request is the request
+    limits = _quantities(errs, limits_raw, f"{path}.limits")
+    requests = _quantities(errs, requests_raw, f"{path}.requests")
+    for name in limits_raw:
+        errs.extend(name_errors(str(name), f"{path}.limits[{name}]"))
+    for name in requests_raw:
+        errs.extend(name_errors(str(name), f"{path}.requests[{name}]"))
+    for name, req in requests.items():
+        if name in limits:
+            if req != limits[name] and not _overcommit_allowed(name):
+                detail = f"must be equal to {name} limit of {canonical(limits_raw[name])}"
+                errs.append(invalid(f"{path}.requests", canonical(requests_raw[name]), detail))
+            elif req > limits[name]:
+                detail = f"must be less than or equal to {name} limit of {canonical(limits_raw[name])}"
+                errs.append(invalid(f"{path}.requests", canonical(requests_raw[name]), detail))
+        elif not _overcommit_allowed(name):
+            errs.append(f"{path}.limits: Required value: Limit must be set for non overcommitable resources")
+    names = set(requests) | set(limits)
+    if any(n.startswith(_HUGEPAGES) for n in names) and not names & {"cpu", "memory"}:
+        errs.append(f"{path}: Forbidden: HugePages require cpu or memory")
+    return requests, limits
 
 
 def _container(errs: _Errors, raw: Any, path: str) -> None:
@@ -160,14 +269,7 @@ def _container(errs: _Errors, raw: Any, path: str) -> None:
         errs.append(required(f"{path}.name"))
     res = errs.mapping(c.get("resources"), f"{path}.resources")
     if res is not None:
-        requests = _quantities(errs, res.get("requests"), f"{path}.resources.requests")
-        limits = _quantities(errs, res.get("limits"), f"{path}.resources.limits")
-        for name, req in requests.items():
-            if name in limits and req > limits[name]:
-                errs.append(
-                    invalid(f"{path}.resources.requests[{name}]", res["requests"][name],
-                            f"must be less than or equal to {name} limit of {res['limits'][name]}")
-                )
+        _resource_requirements(errs, res, f"{path}.resources", _container_resource_name_errors)
     for j, port in enumerate(errs.items(c.get("ports"), f"{path}.ports")):
         where = f"{path}.ports[{j}]"
         p = errs.mapping(port, where)
@@ -260,7 +362,7 @@ def _node_selector_requirement(errs: _Errors, raw: Any, path: str, fields: bool)
         errs.append(required(f"{path}.values") + ": must be specified when `operator` is 'In' or 'NotIn'")
     elif op in ("Exists", "DoesNotExist") and values:
         errs.append(f"{path}.values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
-    elif op in ("Gt", "Lt") and (len(values) != 1 or parse_go_int64(values[0]) is None):
+    elif op in ("Gt", "Lt") and len(values) != 1:  # an integer is not required: such a term matches nothing
         errs.append(required(f"{path}.values") + ": must be specified single value when `operator` is 'Lt' or 'Gt'")
     if key is not None and label_key_errors(key):
         errs.append(invalid(f"{path}.key", key, "; ".join(label_key_errors(key))))
@@ -386,6 +488,72 @@ def _spread(errs: _Errors, raw: Any, path: str) -> None:
                 errs.append(invalid(f"{where}.matchLabelKeys[{j}]", key_name, "must be a valid label key"))
 
 
+def _pod_level_resources(errs: _Errors, res: Mapping[str, Any], containers: list[Any], path: str) -> None:
+    """validatePodResourceConsistency: pod-level requests within limits, not below what the containers
+    request together, and no container limit above the pod's."""
+    requests, limits = _resource_requirements(errs, res, path, _pod_resource_name_errors)
+    raw_requests = res.get("requests") or {}
+    raw_limits = res.get("limits") or {}
+    totals: dict[str, Any] = {}
+    for i, c in enumerate(containers):
+        c_res = (c.get("resources") or {}) if isinstance(c, Mapping) else {}
+        if not isinstance(c_res, Mapping):
+            continue
+        for name, qty in (c_res.get("requests") or {}).items() if isinstance(c_res.get("requests"), Mapping) else ():
+            try:
+                totals[name] = totals.get(name, 0) + parse_quantity(qty)
+            except (ValueError, TypeError):
+                continue
+        for name, qty in (c_res.get("limits") or {}).items() if isinstance(c_res.get("limits"), Mapping) else ():
+            try:
+                over = name in limits and parse_quantity(qty) > limits[name]
+            except (ValueError, TypeError):
+                continue
+            if over:
+                detail = f"must be less than or equal to pod limits of {canonical(raw_limits[name])}"
+                errs.append(invalid(f"{path}.containers[{i}][{name}].limits", canonical(qty), detail))
+    for name, value in requests.items():
+        if name in totals and value < totals[name]:
+            total = _canonical_total(totals[name])
+            detail = f"must be greater than or equal to aggregate container requests of {total}"
+            errs.append(invalid(f"{path}.requests[{name}]", canonical(raw_requests[name]), detail))
+
+
+def _canonical_total(value: Any) -> str:
+    return canonical(str(value)) if value.denominator == 1 else canonical(f"{float(value):.9f}")
+
+
+def _host_port_conflicts(errs: _Errors, containers: list[Any], path: str) -> None:
+    """checkHostPortConflicts: a protocol/hostIP/hostPort triple declared twice across the containers."""
+    seen: set[str] = set()
+    for i, c in enumerate(containers):
+        ports = c.get("ports") if isinstance(c, Mapping) else None
+        for j, port in enumerate(ports if isinstance(ports, list) else []):
+            if not isinstance(port, Mapping) or not isinstance(port.get("hostPort"), int) or not port["hostPort"]:
+                continue
+            triple = f"{port.get('protocol') or 'TCP'}/{port.get('hostIP') or ''}/{port['hostPort']}"
+            if triple in seen:
+                errs.append(f"{path}[{i}].ports[{j}].hostPort: Duplicate value: {quote_value(triple)}")
+            seen.add(triple)
+
+
+def _scheduling_gates(errs: _Errors, raw: Any, path: str) -> None:
+    """validateSchedulingGates: qualified names, each once."""
+    seen: set[str] = set()
+    for i, gate in enumerate(errs.items(raw, path)):
+        g = errs.mapping(gate, f"{path}[{i}]")
+        if g is None:
+            continue
+        name = errs.string(g.get("name"), f"{path}[{i}].name")
+        if name is None:
+            continue
+        for problem in label_key_errors(name) if name else ["name part must be non-empty"]:
+            errs.append(invalid(f"{path}[{i}]", name, problem))
+        if name in seen:
+            errs.append(f"{path}[{i}]: Duplicate value: {quote_value(name)}")
+        seen.add(name)
+
+
 def _pod_spec(errs: _Errors, raw: Any, path: str) -> None:
     spec = errs.mapping(raw, path)
     if spec is None:
@@ -400,7 +568,9 @@ def _pod_spec(errs: _Errors, raw: Any, path: str) -> None:
     _quantities(errs, spec.get("overhead"), f"{path}.overhead")
     pod_resources = errs.mapping(spec.get("resources"), f"{path}.resources")
     if pod_resources:
-        _quantities(errs, pod_resources.get("requests"), f"{path}.resources.requests")
+        _pod_level_resources(errs, pod_resources, containers, f"{path}.resources")
+    _host_port_conflicts(errs, containers, f"{path}.containers")
+    _scheduling_gates(errs, spec.get("schedulingGates"), f"{path}.schedulingGates")
     _tolerations(errs, spec.get("tolerations"), f"{path}.tolerations")
     selector = errs.mapping(spec.get("nodeSelector"), f"{path}.nodeSelector")
     if selector:
@@ -492,6 +662,203 @@ def _declared_features(errs: _Errors, raw: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Storage objects and PodDisruptionBudgets (pkg/apis/core, storage and policy validation; the words are the
+# apiserver's, checked against it in tests/e2e/test_input_validation.py)
+
+ACCESS_MODES: Final = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
+VOLUME_MODES: Final = ("Block", "Filesystem")
+BINDING_MODES: Final = ("Immediate", "WaitForFirstConsumer")
+PV_RECLAIM_POLICIES: Final = ("Delete", "Recycle", "Retain")
+CLASS_RECLAIM_POLICIES: Final = ("Delete", "Retain")
+# A PersistentVolume needs exactly one source; the ones a scheduler may meet (the API has a few more).
+_PV_SOURCES: Final = frozenset({
+    "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "csi", "fc", "flexVolume", "flocker",
+    "gcePersistentDisk", "glusterfs", "hostPath", "iscsi", "local", "nfs", "photonPersistentDisk",
+    "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos", "vsphereVolume",
+})
+_PERCENT_ERR: Final = regex_error(
+    "a valid percent string must be a numeric string followed by an ending '%'", "[0-9]+%", "1%", "93%"
+)
+
+
+def _access_and_volume_modes(errs: _Errors, spec: Mapping[str, Any], message: str | None) -> None:
+    modes = errs.items(spec.get("accessModes"), "spec.accessModes")
+    if not modes:
+        errs.append(required("spec.accessModes") + (f": {message}" if message else ""))
+    for mode in modes:
+        if mode not in ACCESS_MODES:
+            errs.append(not_supported("spec.accessModes", mode, ACCESS_MODES))
+    mode = spec.get("volumeMode")
+    if mode is not None and mode not in VOLUME_MODES:
+        errs.append(not_supported("spec.volumeMode", mode, VOLUME_MODES))
+
+
+def _positive_storage(errs: _Errors, raw: Any, path: str) -> None:
+    if raw is None:
+        errs.append(required(path))
+        return
+    try:
+        value = parse_quantity(raw)
+    except (ValueError, TypeError) as exc:
+        errs.append(invalid(path, raw, str(exc)))
+        return
+    if value <= 0:
+        errs.append(invalid(path, canonical(raw), "must be greater than zero"))
+
+
+def _persistent_volume_claim(errs: _Errors, obj: Mapping[str, Any]) -> None:
+    spec = errs.mapping(obj.get("spec"), "spec")
+    if spec is None:
+        return
+    _access_and_volume_modes(errs, spec, "at least 1 access mode is required")
+    resources = errs.mapping(spec.get("resources"), "spec.resources") or {}
+    requests = errs.mapping(resources.get("requests"), "spec.resources.requests") or {}
+    _positive_storage(errs, requests.get("storage"), "spec.resources[storage]")
+    _label_selector(errs, spec.get("selector"), "spec.selector")
+
+
+def _persistent_volume(errs: _Errors, obj: Mapping[str, Any]) -> None:
+    spec = errs.mapping(obj.get("spec"), "spec")
+    if spec is None:
+        return
+    _access_and_volume_modes(errs, spec, None)
+    capacity = errs.mapping(spec.get("capacity"), "spec.capacity")
+    if not capacity:
+        errs.append(required("spec.capacity"))
+    else:
+        _positive_storage(errs, capacity.get("storage"), "spec.capacity[storage]")
+    if not any(key in spec for key in _PV_SOURCES):
+        errs.append(required("spec") + ": must specify a volume type")
+    policy = spec.get("persistentVolumeReclaimPolicy")
+    if policy is not None and policy not in PV_RECLAIM_POLICIES:
+        errs.append(not_supported("spec.persistentVolumeReclaimPolicy", policy, PV_RECLAIM_POLICIES))
+    affinity = errs.mapping(spec.get("nodeAffinity"), "spec.nodeAffinity")
+    if affinity:
+        req = errs.mapping(affinity.get("required"), "spec.nodeAffinity.required")
+        if req is not None and "required" in affinity:
+            path = "spec.nodeAffinity.required.nodeSelectorTerms"
+            terms = errs.items(req.get("nodeSelectorTerms"), path)
+            if not terms:
+                errs.append(required(path) + ": must have at least one node selector term")
+            for i, term in enumerate(terms):
+                _node_selector_term(errs, term, f"{path}[{i}]")
+
+
+def _storage_class(errs: _Errors, obj: Mapping[str, Any]) -> None:
+    policy = obj.get("reclaimPolicy")
+    if policy is not None and policy not in CLASS_RECLAIM_POLICIES:
+        errs.append(not_supported("reclaimPolicy", policy, CLASS_RECLAIM_POLICIES))
+    mode = obj.get("volumeBindingMode")
+    if mode is not None and mode not in BINDING_MODES:
+        errs.append(not_supported("volumeBindingMode", mode, BINDING_MODES))
+    provisioner = errs.string(obj.get("provisioner"), "provisioner")
+    if provisioner == "":
+        errs.append(required("provisioner"))
+    for i, term in enumerate(errs.items(obj.get("allowedTopologies"), "allowedTopologies")):
+        t = errs.mapping(term, f"allowedTopologies[{i}]") or {}
+        path = f"allowedTopologies[{i}].matchLabelExpressions"
+        for j, expression in enumerate(errs.items(t.get("matchLabelExpressions"), path)):
+            e = errs.mapping(expression, f"{path}[{j}]") or {}
+            if not errs.items(e.get("values"), f"{path}[{j}].values"):
+                errs.append(required(f"{path}[{j}].values"))
+
+
+def _dns_subdomain(errs: _Errors, value: Any, path: str) -> None:
+    text = errs.string(value, path)
+    if text is not None and dns1123_subdomain_errors(text):
+        errs.append(invalid(path, text, "; ".join(dns1123_subdomain_errors(text))))
+
+
+def _csi_node(errs: _Errors, obj: Mapping[str, Any]) -> None:
+    spec = errs.mapping(obj.get("spec"), "spec") or {}
+    seen: set[str] = set()
+    for i, driver in enumerate(errs.items(spec.get("drivers"), "spec.drivers")):
+        d = errs.mapping(driver, f"spec.drivers[{i}]")
+        if d is None:
+            continue
+        name = d.get("name")
+        _dns_subdomain(errs, name, f"spec.drivers[{i}].name")
+        if isinstance(name, str):
+            if name in seen:
+                errs.append(f"spec.drivers[{i}].name: Duplicate value: {quote_value(name)}")
+            seen.add(name)
+        if not d.get("nodeID"):
+            errs.append(required(f"spec.drivers[{i}].nodeID"))
+        allocatable = errs.mapping(d.get("allocatable"), f"spec.drivers[{i}].allocatable") or {}
+        count = errs.integer(allocatable.get("count"), f"spec.drivers[{i}].allocatable.count")
+        if count is not None and count < 0:
+            errs.append(invalid(f"spec.drivers[{i}].allocatable.count", count, "must be greater than or equal to 0"))
+
+
+def _csi_storage_capacity(errs: _Errors, obj: Mapping[str, Any]) -> None:
+    _dns_subdomain(errs, obj.get("storageClassName"), "storageClassName")
+    for field_name in ("capacity", "maximumVolumeSize"):
+        raw = obj.get(field_name)
+        if raw is None:
+            continue
+        try:
+            negative = parse_quantity(raw) < 0
+        except (ValueError, TypeError) as exc:
+            errs.append(invalid(field_name, raw, str(exc)))
+            continue
+        if negative:
+            errs.append(invalid(field_name, canonical(raw), "must be greater than or equal to 0"))
+
+
+def _volume_attachment(errs: _Errors, obj: Mapping[str, Any]) -> None:
+    spec = errs.mapping(obj.get("spec"), "spec") or {}
+    source = errs.mapping(spec.get("source"), "spec.source") or {}
+    if sum(1 for key in ("inlineVolumeSpec", "persistentVolumeName") if source.get(key)) != 1:
+        errs.append(required("spec.source") + ": must specify exactly one of inlineVolumeSpec and persistentVolumeName")
+    _dns_subdomain(errs, spec.get("nodeName"), "spec.nodeName")
+    if not spec.get("attacher"):
+        errs.append(required("spec.attacher"))
+
+
+def _int_or_percent(errs: _Errors, value: Any, path: str) -> None:
+    """ValidatePositiveIntOrPercent and IsNotMoreThan100Percent."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        errs.append(invalid(path, value, "must be an integer or percentage (e.g '5%')"))
+    elif isinstance(value, int):
+        if value < 0:
+            errs.append(invalid(path, value, "must be greater than or equal to 0"))
+    elif not re.fullmatch("[0-9]+%", value):
+        errs.append(invalid(path, value, _PERCENT_ERR))
+    elif int(value[:-1]) > 100:
+        errs.append(invalid(path, value, "must not be greater than 100%"))
+
+
+def _pod_disruption_budget(errs: _Errors, obj: Mapping[str, Any]) -> None:
+    spec = errs.mapping(obj.get("spec"), "spec")
+    if spec is None:
+        return
+    if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+        shown = {  # the internal struct, as the apiserver prints it
+            "MinAvailable": spec.get("minAvailable"),
+            "Selector": spec.get("selector"),
+            "MaxUnavailable": spec.get("maxUnavailable"),
+            "UnhealthyPodEvictionPolicy": spec.get("unhealthyPodEvictionPolicy"),
+        }
+        errs.append(invalid("spec", shown, "minAvailable and maxUnavailable cannot be both set"))
+    for field_name in ("minAvailable", "maxUnavailable"):
+        if spec.get(field_name) is not None:
+            _int_or_percent(errs, spec[field_name], f"spec.{field_name}")
+    _label_selector(errs, spec.get("selector"), "spec.selector")
+
+
+KIND_VALIDATORS: Final[dict[str, Any]] = {
+    "PersistentVolumeClaim": _persistent_volume_claim,
+    "PersistentVolume": _persistent_volume,
+    "StorageClass": _storage_class,
+    "CSINode": _csi_node,
+    "CSIStorageCapacity": _csi_storage_capacity,
+    "VolumeAttachment": _volume_attachment,
+    "PodDisruptionBudget": _pod_disruption_budget,
+}
+"""The rules for the other kinds simulate reads, by kind (a kind added to simulate's input adds its own)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Entry point
 
 
@@ -516,4 +883,6 @@ def validate(obj: Mapping[str, Any], namespaced: bool = True) -> list[str]:
             if tmeta:
                 _labels(errs, tmeta.get("labels"), "spec.template.metadata.labels")
             _pod_spec(errs, template.get("spec"), "spec.template.spec")
+    elif isinstance(kind, str) and kind in KIND_VALIDATORS:
+        KIND_VALIDATORS[kind](errs, obj)
     return list(errs)

@@ -152,12 +152,28 @@ def test_bad_plugin_flag_exits_2(
     assert message in err and "Traceback" not in err
 
 
+def _kubeconfig(server: str = "https://127.0.0.1:6443", user: str = "{token: abc}") -> bytes:
+    """A kubeconfig whose one context points at `server` with `user`'s credentials (flow-style YAML)."""
+    return (
+        f"apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: '{server}'}}}}]\n"
+        f"users: [{{name: u, user: {user}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n"
+        "current-context: x\n"
+    ).encode()
+
+
 KUBECONFIGS = {
     "not-yaml": (b"apiVersion: v1\nclusters: [1, 2\n", "invalid YAML"),
     "binary": (b"\xff\xfe\x00\x01", "not UTF-8 text"),
     "recursive-alias": (b"a: &a [*a]\n", "recursive"),
     "not-a-mapping": (b"- 1\n- 2\n", "expected one YAML mapping"),
     "no-context": (b"apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\ncurrent-context: x\n", "Invalid kube"),
+    "server-not-a-url": (_kubeconfig(server="not a url"), "the cluster's server 'not a url' is not a URL"),
+    "server-empty": (_kubeconfig(server=""), "the cluster's server is empty"),
+    "server-unclosed-ipv6": (_kubeconfig(server="https://[::1"), "is not a URL: Invalid IPv6 URL"),
+    "garbage-client-certificate": (
+        _kubeconfig(user="{client-certificate-data: Z2FyYmFnZQ==, client-key-data: Z2FyYmFnZQ==}"),
+        "client certificate, key or CA unusable",
+    ),
 }
 
 
@@ -166,7 +182,8 @@ KUBECONFIGS = {
 def test_bad_kubeconfig_is_one_line_and_exit_2(
     command: str, content: bytes, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An unreadable or malformed kubeconfig ends with one `error:` line naming the file, exit 2."""
+    """An unreadable or malformed kubeconfig (a server that is no URL, a garbage client certificate) ends with
+    one `error:` line naming the file, exit 2: no retries, no traceback."""
     path = tmp_path / "kubeconfig"
     path.write_bytes(content)
     argv = ["run", "--kubeconfig", str(path)] if command == "run" else ["explain", "ns/p", "--kubeconfig", str(path)]

@@ -34,6 +34,8 @@ from scheduler.core.event_handlers import MODIFIED
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.fit_error import truncate_message
 from scheduler.framework.objects import (
+    NAMESPACE,
+    NAMESPACE_NAME_LABEL,
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
     RESOURCE_CLAIM,
@@ -139,7 +141,8 @@ class MemoryCluster:
         """Create or update an object of another kind (scheduler.framework.objects.KINDS).
 
         API-server defaulting the scheduler relies on is applied (a StorageClass's volumeBindingMode is
-        Immediate unless set; a claim's requests are ExactCount of 1 unless set), and the PV controller then
+        Immediate unless set; a claim's requests are ExactCount of 1 unless set; a Namespace's
+        `kubernetes.io/metadata.name` label), and the PV controller then
         reacts to storage objects.
         """
         kind = str(obj["kind"])
@@ -150,6 +153,8 @@ class MemoryCluster:
         elif kind == RESOURCE_CLAIM_TEMPLATE and isinstance(obj.get("spec"), dict):
             default_claim_spec(obj["spec"].get("spec"))
         meta = obj.setdefault("metadata", {})
+        if kind == NAMESPACE:  # set on every create and update, whatever the object says
+            meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: str(meta.get("name"))}
         if not meta.get("uid"):  # the API server gives every object a uid and a resourceVersion
             namespace, name = object_key(obj)
             meta["uid"] = f"{kind.lower()}-{namespace + '-' if namespace else ''}{name}"
@@ -369,7 +374,8 @@ class VolumeController:
 
     Run after every storage change until nothing moves: unclaimed PVs become Available; a PV whose claimRef
     names a claim binds that claim (spec.volumeName, bind-completed, phase Bound on both); an unbound claim of
-    an Immediate class binds to the smallest matching Available PV, or gets a PV provisioned; a claim of a
+    an Immediate class binds to the smallest matching Available PV, or gets a PV provisioned unless the file
+    recorded it `Pending` (a dump of a cluster where nothing provisioned it); a claim of a
     WaitForFirstConsumer class waits for the scheduler's selected-node annotation, then binds to a PV
     pre-bound to it or gets one provisioned with node affinity to the selected node's hostname.
     """
@@ -460,6 +466,11 @@ class VolumeController:
             return True
         provisioner = str(cls.get("provisioner") or "") if cls is not None else ""
         if not provisioner or provisioner == st.NOT_SUPPORTED_PROVISIONER or not self.cluster.provisioning:
+            return False
+        if not delayed and st.phase_of(pvc) == "Pending":
+            # A dump's Immediate claim still Pending: in the cluster it came from, nothing provisioned it (no
+            # provisioner runs for the class, or it failed), so none is invented here either; the pod stays
+            # Pending with upstream's "pod has unbound immediate PersistentVolumeClaims".
             return False
         self._provision(pvc, provisioner, selected)
         return True

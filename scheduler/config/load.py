@@ -723,8 +723,8 @@ def _duration(obj: Mapping[str, Any], key: str, path: str) -> float:
         raise ConfigError(f"{_join(path, key)}: {e}") from e
 
 
-_DURATION_RE = re.compile(r"(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+")
-_DURATION_PART_RE = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_RE = re.compile(r"(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+")
+_DURATION_PART_RE = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
 _DURATION_UNITS: Mapping[str, float] = MappingProxyType(
     {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 )

@@ -119,7 +119,7 @@ class FitError(Exception):
 
 def truncate_message(message: str, limit: int = NOTE_LENGTH_LIMIT) -> str:
     """Cut an event note to `limit` bytes ending in " ..." as upstream's truncateMessage does."""
-    raw = message.encode()
+    raw = message.encode(errors="surrogatepass")  # a lone surrogate from a hand-written dump is no crash
     if len(raw) <= limit:
         return message
     suffix = " ..."

@@ -102,7 +102,7 @@ def _label_key_errors(key: str) -> tuple[str, ...]:
         )
     if not name:
         errs.append("name part must be non-empty")
-    elif len(name.encode()) > 63:
+    elif len(name.encode(errors="surrogatepass")) > 63:
         errs.append("name part " + max_len_error(63))
     if not _NAME_RE.fullmatch(name):
         errs.append("name part " + regex_error(_NAME_ERR, _NAME_FMT, "MyName", "my.name", "123-abc"))
@@ -118,7 +118,7 @@ def label_value_errors(value: str) -> list[str]:
 def _label_value_errors(value: str) -> tuple[str, ...]:
     """content.IsLabelValue: empty, or at most 63 alphanumeric/'-_.' characters."""
     errs: list[str] = []
-    if len(value.encode()) > 63:
+    if len(value.encode(errors="surrogatepass")) > 63:
         errs.append(max_len_error(63))
     if not _LABEL_VALUE_RE.fullmatch(value):
         errs.append(regex_error(_LABEL_VALUE_ERR, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))

@@ -21,6 +21,10 @@ JSON = dict[str, Any]
 ObjectKeys = list[tuple[str, str]]
 
 NAMESPACE: Final = "Namespace"
+NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
+"""The label kube-apiserver puts on every Namespace: its name (selectors of namespaces match it)."""
+SYSTEM_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
+"""Namespaces every cluster has (kube-apiserver creates them at start)."""
 SERVICE: Final = "Service"
 REPLICATION_CONTROLLER: Final = "ReplicationController"
 REPLICA_SET: Final = "ReplicaSet"

@@ -62,6 +62,10 @@ def test_parse_quantity(text: str | int | float, want: Fraction) -> None:
         pytest.param("--1", id="double-sign"),
         pytest.param("1.2.3", id="two-dots"),
         pytest.param(True, id="boolean"),
+        pytest.param("\u0661", id="arabic-indic-digit"),  # Python's \d and Fraction take it; Go's parser does not
+        pytest.param("1\u0660m", id="arabic-indic-zero-inside"),
+        pytest.param("\uff11Gi", id="fullwidth-digit"),
+        pytest.param("1e\u0663", id="non-ascii-exponent"),
     ],
 )
 def test_invalid_quantities(text: str | bool) -> None:

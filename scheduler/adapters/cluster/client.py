@@ -35,7 +35,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from scheduler.adapters.cluster.http1 import Http1Pool
-from scheduler.config.documents import DocumentError, decode_text, load_all
+from scheduler.config.documents import DocumentError, decode_text, json_bytes, load_all
 
 log = logging.getLogger("pyscheduler.client")
 
@@ -100,6 +100,21 @@ class ApiError(Exception):
         self.reason = reason
         self.message = message or reason or f"HTTP {status}"
         self.body = body
+
+
+def server_url_problem(server: str) -> str | None:
+    """Why the kubeconfig's server cannot be reached at all (not a URL), or None: said once at startup
+    instead of every request retrying an InvalidUrlClientError."""
+    if not server:
+        return "the cluster's server is empty (want https://HOST[:PORT])"
+    try:
+        parts = urlsplit(server)
+        _ = parts.port  # raises for a port that is not a number in range
+    except ValueError as exc:
+        return f"the cluster's server {server!r} is not a URL: {exc}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"the cluster's server {server!r} is not a URL (want https://HOST[:PORT])"
+    return None
 
 
 class ClientConfigError(Exception):
@@ -263,16 +278,22 @@ class KubeClient:
             raise ClientConfigError(f"{where}: {exc}") from exc
         except Exception as exc:  # the loader's KeyError/TypeError/... on a malformed file: one clear line
             raise ClientConfigError(f"{where}: malformed ({type(exc).__name__}: {exc})") from exc
+        problem = server_url_problem(str(configuration.host or ""))
+        if problem:
+            raise ClientConfigError(f"{where}: {problem}")
         # One connection per concurrently allowed request, plus a few for LISTs; kopf has its own pool.
         configuration.connection_pool_maxsize = max(burst, 8) + 4
-        return cls(
-            configuration,
-            qps=qps,
-            burst=burst,
-            connect_timeout=connect_timeout,
-            request_timeout=request_timeout,
-            max_retries=max_retries,
-        )
+        try:
+            return cls(
+                configuration,
+                qps=qps,
+                burst=burst,
+                connect_timeout=connect_timeout,
+                request_timeout=request_timeout,
+                max_retries=max_retries,
+            )
+        except (ssl.SSLError, OSError) as exc:  # the TLS context is built here: certificates and keys are read
+            raise ClientConfigError(f"{where}: client certificate, key or CA unusable: {exc}") from exc
 
     async def close(self) -> None:
         if self._lean is not None:
@@ -371,7 +392,7 @@ class KubeClient:
                     return raw
                 if not raw:
                     return None
-                return json.loads(raw)
+                return json_bytes(raw)
             reason, message, decoded = status_message(status, raw)
             retryable = status in RETRYABLE_STATUSES and (retry == "always" or status == 429)
             if retryable and attempt <= self.max_retries:
@@ -487,7 +508,7 @@ class KubeClient:
                 pending = fetch(peeked) if peeked else None
                 if pending is not None:
                     await asyncio.sleep(0)  # let the prefetch send its request before we decode this page
-                page = json.loads(raw) if raw else {}
+                page = json_bytes(raw) if raw else {}
                 del raw
                 meta = page.get("metadata") or {}
                 token = str(meta.get("continue") or "")

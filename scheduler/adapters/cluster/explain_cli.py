@@ -18,29 +18,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import http.client
 import json
 import os
 import ssl
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import aiohttp
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import kube_config
-from kubernetes_asyncio.config.config_exception import ConfigException
-
-from scheduler.adapters.cluster.client import ApiError, ClientConfigError, KubeClient, transport_error_text
-from scheduler.adapters.cluster.debug import pod_getter
-from scheduler.adapters.cluster.watch import LIST_PAGE_SIZE, NODES_PATH, POD_FIELD_SELECTOR, PODS_PATH
-from scheduler.adapters.memory import MemoryCluster
-from scheduler.config.errors import ConfigError
-from scheduler.config.types import SchedulerConfiguration
-from scheduler.core.explain import Explanation, explain_pod, render_text
-from scheduler.core.profile import build_scheduler
-from scheduler.framework.objects import KINDS
-from scheduler.framework.types import ParseError, parse_pod
+if TYPE_CHECKING:  # imported when used: `explain --server` is one request and starts in a fraction of a second
+    from scheduler.adapters.cluster.client import ApiError
+    from scheduler.config.types import SchedulerConfiguration
+    from scheduler.core.explain import Explanation
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -78,13 +68,15 @@ class ServerAccess:
 
     def ssl_context(self) -> ssl.SSLContext:
         """The client TLS context (ExplainError naming the flag when the CA file cannot be used)."""
-        try:
-            ctx = ssl.create_default_context(cafile=self.ca_file or None)
-        except (OSError, ssl.SSLError) as exc:
-            raise ExplainError(f"--certificate-authority: {self.ca_file}: {exc}", EXIT_USAGE) from None
-        if self.insecure_skip_tls_verify:
+        if self.insecure_skip_tls_verify:  # nothing to verify against: no CA store to load
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
+        else:
+            try:
+                ctx = ssl.create_default_context(cafile=self.ca_file or None)
+            except (OSError, ssl.SSLError) as exc:
+                raise ExplainError(f"--certificate-authority: {self.ca_file}: {exc}", EXIT_USAGE) from None
         if self.cert_file and self.key_file:
             ctx.load_cert_chain(self.cert_file, self.key_file)
         return ctx
@@ -109,6 +101,45 @@ def in_cluster_token() -> str | None:
         return None
 
 
+def _simple_user_access(path: str, context: str | None) -> tuple[str | None, str | None, str | None] | None:
+    """(token, cert file, key file) of the kubeconfig's user when it is a plain token, token file or client
+    certificate and key files; None when the kubeconfig loader must read it (exec plugins, auth providers,
+    inline certificate data, anything unusual), which costs ~0.5 s of imports."""
+    from scheduler.config.documents import DocumentError, decode_text, load_all
+
+    try:
+        with open(path, "rb") as fh:
+            docs = load_all(decode_text(fh.read(), path), path)
+    except (OSError, DocumentError):
+        return None
+    config = docs[0] if len(docs) == 1 and isinstance(docs[0], dict) else None
+    if config is None:
+        return None
+    name = context or config.get("current-context")
+    contexts = {c.get("name"): c.get("context") for c in config.get("contexts") or [] if isinstance(c, dict)}
+    ctx = contexts.get(name)
+    if not isinstance(ctx, dict):
+        return None
+    users = {u.get("name"): u.get("user") for u in config.get("users") or [] if isinstance(u, dict)}
+    user = users.get(ctx.get("user"))
+    if not isinstance(user, dict) or not set(user) <= {"token", "tokenFile", "client-certificate", "client-key"}:
+        return None
+    base = os.path.dirname(os.path.abspath(path))
+    token = user.get("token")
+    if not token and user.get("tokenFile"):
+        try:
+            with open(os.path.join(base, str(user["tokenFile"])), encoding="utf-8") as fh:
+                token = fh.read().strip()
+        except OSError:
+            return None
+    if token:
+        return str(token), None, None
+    cert, key = user.get("client-certificate"), user.get("client-key")
+    if isinstance(cert, str) and isinstance(key, str):
+        return None, os.path.join(base, cert), os.path.join(base, key)
+    return None
+
+
 async def server_access(args: argparse.Namespace) -> ServerAccess:
     """--token, else the kubeconfig user's token or client certificate, else the in-cluster token."""
     ca_file = getattr(args, "certificate_authority", None)
@@ -119,6 +150,13 @@ async def server_access(args: argparse.Namespace) -> ServerAccess:
     path = kubeconfig_for_server(args)
     if path is None:
         return ServerAccess(token=in_cluster_token(), ca_file=ca_file, insecure_skip_tls_verify=insecure)
+    simple = _simple_user_access(path, getattr(args, "context", None))
+    if simple is not None:
+        return ServerAccess(*simple, ca_file=ca_file, insecure_skip_tls_verify=insecure)
+    from kubernetes_asyncio.client import Configuration
+    from kubernetes_asyncio.config import kube_config
+    from kubernetes_asyncio.config.config_exception import ConfigException
+
     configuration = Configuration()
     try:
         await kube_config.load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
@@ -135,6 +173,38 @@ async def server_access(args: argparse.Namespace) -> ServerAccess:
     )
 
 
+def http_get(url: str, headers: dict[str, str], tls: ssl.SSLContext | None) -> tuple[int, str]:
+    """One GET with the standard library (status, body text), bounded by HTTP_TIMEOUT. Not aiohttp: a CLI
+    that makes one request would spend more time importing it (and building its SSL contexts) than asking."""
+    parts = urlsplit(url)
+    conn: http.client.HTTPConnection
+    if parts.scheme == "https":
+        conn = http.client.HTTPSConnection(parts.hostname or "", parts.port, timeout=HTTP_TIMEOUT, context=tls)
+    else:
+        conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=HTTP_TIMEOUT)
+    try:
+        conn.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""), headers=headers)
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def request_error_text(exc: BaseException, url: str) -> str:
+    """A failed request to the scheduler in words, as transport_error_text words aiohttp's (the client
+    module is imported here, on the error path only: it brings kopf and aiohttp)."""
+    from scheduler.adapters.cluster.client import _CONNECT_ERRNO_TEXT
+
+    parts = urlsplit(url)
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    if isinstance(exc, OSError) and exc.errno in _CONNECT_ERRNO_TEXT:
+        return f"cannot connect to {parts.hostname}:{parts.port}: {_CONNECT_ERRNO_TEXT[exc.errno]}"
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return "the server closed the connection without answering"
+    return str(exc) or type(exc).__name__
+
+
 async def from_server(
     server: str, namespace: str, name: str, output: str, access: ServerAccess | None = None
 ) -> str:
@@ -144,22 +214,17 @@ async def from_server(
     access = access or ServerAccess()
     secure = urlsplit(server).scheme == "https"
     headers = {"Authorization": f"Bearer {access.token}"} if secure and access.token else {}
-    tls: ssl.SSLContext | bool = access.ssl_context() if secure else False
+    tls = access.ssl_context() if secure else None
     try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=HTTP_TIMEOUT)) as session,
-            session.get(url, params={"format": fmt}, headers=headers, ssl=tls) as resp,
-        ):
-            body = await resp.text()
-            status = resp.status
-    except aiohttp.ClientConnectorCertificateError as exc:
+        status, body = await asyncio.to_thread(http_get, f"{url}?format={fmt}", headers, tls)
+    except ssl.SSLCertVerificationError as exc:
         raise ExplainError(
-            f"{url}: the server's certificate is not trusted ({exc.certificate_error}); pass "
+            f"{url}: the server's certificate is not trusted ({exc.verify_message}); pass "
             "--certificate-authority, or --insecure-skip-tls-verify for pyscheduler's self-signed certificate"
         ) from exc
-    except (aiohttp.ClientError, TimeoutError) as exc:
+    except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, not HTTP
         raise ExplainError(
-            f"cannot reach the scheduler at {server}: {transport_error_text(exc)} (is it running with "
+            f"cannot reach the scheduler at {server}: {request_error_text(exc, url)} (is it running with "
             "--enable-debug-handlers, and is the URL's port its --port, 10259 by default?)"
         ) from exc
     if status == 401:
@@ -204,6 +269,7 @@ def no_kubeconfig_text() -> str:
 
 def api_failure_text(exc: ApiError, server: str, kubeconfig: str | None, context: str | None) -> str:
     """What went wrong talking to the API server, with where the address and credentials came from."""
+    from scheduler.adapters.cluster.client import transport_error_text
     source = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster configuration"
     if context:
         source += f", context {context}"
@@ -230,7 +296,20 @@ def api_failure_text(exc: ApiError, server: str, kubeconfig: str | None, context
 async def explain_from_api(
     config: SchedulerConfiguration, kubeconfig: str | None, namespace: str, name: str, context: str | None = None
 ) -> Explanation:
-    """LIST the cluster, load it into an in-memory scheduler and explain the pod against it."""
+    """LIST the cluster, load it into an in-memory scheduler and explain the pod against it.
+
+    Pods are applied page by page as they arrive (the next page is already requested), with the collector
+    paused as in the scheduler's initial sync: most of the wait is the LIST itself."""
+    from scheduler.adapters.cluster.client import ApiError, KubeClient
+    from scheduler.adapters.cluster.debug import pod_getter
+    from scheduler.adapters.cluster.watch import LIST_PAGE_SIZE, NODES_PATH, POD_FIELD_SELECTOR, PODS_PATH
+    from scheduler.adapters.memory import MemoryCluster
+    from scheduler.core import gc_policy
+    from scheduler.core.explain import explain_pod
+    from scheduler.core.profile import build_scheduler
+    from scheduler.framework.objects import KINDS
+    from scheduler.framework.types import ParseError, parse_pod
+
     kubeconfig = kubeconfig or (config.client_connection.kubeconfig or None)
     if kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
         raise ExplainError(no_kubeconfig_text(), EXIT_USAGE)
@@ -244,25 +323,36 @@ async def explain_from_api(
     scheduler = build_scheduler(cluster, config)
     cluster.attach(scheduler)
     kinds = sorted({kind for fwk in scheduler.profiles.values() for kind in fwk.object_kinds()})
+
+    async def pods() -> None:
+        pages = client.list_pages(PODS_PATH, field_selector=POD_FIELD_SELECTOR, limit=LIST_PAGE_SIZE)
+        async with contextlib.aclosing(pages) as it:
+            async for items, _, _ in it:
+                for obj in items:
+                    cluster.apply_pod(obj)
+                await asyncio.sleep(0)  # let the other LISTs read their answers
+
+    gc_policy.tune()
     try:
-        target = await pod_getter(client)(namespace, name)
-        if target is None:
-            raise ExplainError(f'pods "{name}" not found in namespace "{namespace}"')
-        (nodes, _), (pods, _), *others = await asyncio.gather(
-            client.list_all(NODES_PATH, limit=LIST_PAGE_SIZE),
-            client.list_all(PODS_PATH, field_selector=POD_FIELD_SELECTOR, limit=LIST_PAGE_SIZE),
-            *(client.list_all(KINDS[kind].list_path(), limit=LIST_PAGE_SIZE) for kind in kinds),
-        )
+        with gc_policy.bulk_load():
+            target = await pod_getter(client)(namespace, name)
+            if target is None:
+                raise ExplainError(f'pods "{name}" not found in namespace "{namespace}"')
+            # Nodes and the other kinds first (pods fit onto nodes), then the pods while they stream in.
+            (nodes, _), *others = await asyncio.gather(
+                client.list_all(NODES_PATH, limit=LIST_PAGE_SIZE),
+                *(client.list_all(KINDS[kind].list_path(), limit=LIST_PAGE_SIZE) for kind in kinds),
+            )
+            for kind, (objects, _) in zip(kinds, others, strict=True):
+                scheduler.events.resync_objects(kind, list(objects))
+            for node in nodes:
+                cluster.apply_node(node)
+            del nodes, others
+            await pods()
     except ApiError as exc:
         raise ExplainError(api_failure_text(exc, str(client.configuration.host), kubeconfig, context)) from exc
     finally:
         await client.close()
-    for kind, (objects, _) in zip(kinds, others, strict=True):
-        scheduler.events.resync_objects(kind, list(objects))
-    for node in nodes:
-        cluster.apply_node(node)
-    for obj in pods:
-        cluster.apply_pod(obj)
     try:
         pod = parse_pod(target)
     except ParseError as exc:
@@ -271,7 +361,8 @@ async def explain_from_api(
     return explain_pod(fwk, pod, snapshot)
 
 
-async def explain_async(args: argparse.Namespace, config: SchedulerConfiguration) -> str:
+async def explain_async(args: argparse.Namespace, config: SchedulerConfiguration | None) -> str:
+    """What to print: the running scheduler's answer with --server (no config needed), else a local one."""
     namespace, name = split_pod_ref(args.pod)
     if getattr(args, "namespace", None):
         if "/" in args.pod:
@@ -280,6 +371,9 @@ async def explain_async(args: argparse.Namespace, config: SchedulerConfiguration
     output = str(args.output)
     if args.server:
         return await from_server(args.server, namespace, name, output, await server_access(args))
+    from scheduler.core.explain import render_text
+
+    assert config is not None
     kubeconfig = kubeconfig_for_server(args)
     expl = await explain_from_api(config, kubeconfig, namespace, name, getattr(args, "context", None))
     doc: Any = expl.to_json()
@@ -290,6 +384,16 @@ async def explain_async(args: argparse.Namespace, config: SchedulerConfiguration
 
 def explain_command(args: argparse.Namespace) -> int:
     """Print the explanation; exit 2 on a bad --config, 1 when the pod or the cluster cannot be read."""
+    if args.server:  # one request to the scheduler: no configuration, framework or Kubernetes client to load
+        try:
+            text = asyncio.run(explain_async(args, None))
+        except ExplainError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.code
+        print(text)
+        return 0
+    from scheduler.adapters.cluster.client import ClientConfigError
+    from scheduler.config.errors import ConfigError
     from scheduler.core.profile import load_config_or_report
 
     config = load_config_or_report(args.config, plugins=getattr(args, "plugin", None) or ())
