@@ -19,9 +19,7 @@ from scheduler.config.decode import (
     go_value,
 )
 from scheduler.config.errors import ConfigError
-from scheduler.framework.labels import (
-    label_key_errors,
-)
+from scheduler.framework.labels import label_key_errors
 from scheduler.plugins.pod_topology_spread.common import (
     DO_NOT_SCHEDULE,
     LABEL_HOSTNAME,

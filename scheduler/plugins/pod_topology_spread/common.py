@@ -10,26 +10,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from scheduler import caching
-from scheduler.config.decode import (
-    json_quote,
-)
-from scheduler.framework.interface import (
-    Handle,
-)
-from scheduler.framework.labels import (
-    Selector,
-    SelectorError,
-    compile_label_selector,
-    selector_from_set,
-)
+from scheduler.config.decode import json_quote
+from scheduler.framework.interface import Handle
+from scheduler.framework.labels import Selector, SelectorError, compile_label_selector, selector_from_set
 from scheduler.framework.node_selector import RequiredNodeAffinity
-from scheduler.framework.objects import (
-    REPLICA_SET,
-    REPLICATION_CONTROLLER,
-    SERVICE,
-    STATEFUL_SET,
-    ObjectLister,
-)
+from scheduler.framework.objects import REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET, ObjectLister
 from scheduler.framework.types import NodeInfo, PodInfo, find_untolerated_taint
 
 if TYPE_CHECKING:

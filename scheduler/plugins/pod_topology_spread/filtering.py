@@ -10,12 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Self
 
-from scheduler.framework.interface import (
-    CycleState,
-    FilterPlugin,
-    PreFilterPlugin,
-    PreFilterResult,
-)
+from scheduler.framework.interface import CycleState, FilterPlugin, PreFilterPlugin, PreFilterResult
 from scheduler.framework.status import SKIP, Status, error_status, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.pod_topology_spread.common import (

@@ -11,11 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Final
 
 from scheduler import caching
-from scheduler.framework.interface import (
-    CycleState,
-    PreScorePlugin,
-    ScorePlugin,
-)
+from scheduler.framework.interface import CycleState, PreScorePlugin, ScorePlugin
 from scheduler.framework.status import SKIP, Status, error_status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.pod_topology_spread.common import (
