@@ -230,6 +230,12 @@ class MemoryCluster:
         if self.scheduler is not None:
             self.scheduler.events.on_pod_event(MODIFIED, obj)
 
+    async def bound_node(self, pod: PodInfo) -> str:
+        obj = self.pods.get(pod.uid)
+        if obj is None:
+            raise PodGoneError(f'pods "{pod.name}" not found')
+        return str((obj.get("spec") or {}).get("nodeName") or "")
+
     async def update_persistent_volume(self, pv: Mapping[str, Any]) -> JSON:
         return self._update(PERSISTENT_VOLUME, pv, "persistentvolumes")
 

@@ -38,9 +38,9 @@ class WriteError(Exception):
 
 
 class BindOutcomeUnknownError(BindError):
-    """No answer came (connection lost, timed out) or the server failed: the binding may have landed. The pod
-    is retried like after any BindError; should the watch show it bound on the node this attempt chose
-    first, the binding was ours (`Scheduler.unconfirmed_binds`)."""
+    """No answer came (connection lost, timed out) or the server failed, on the last attempt or an earlier one:
+    the binding may have landed. The binding cycle keeps the pod's room on the node until the watch or a read
+    (`ClusterAPI.bound_node`) tells where the pod is; only a pod the API shows unbound is retried."""
 
 
 class BindLandedError(BindError):
@@ -60,6 +60,11 @@ class ClusterAPI(Protocol):
 
     async def bind(self, pod: PodInfo, node_name: str) -> None:
         """POST pods/binding; raise AlreadyBoundError, PodGoneError, BindLandedError or BindError."""
+        ...
+
+    async def bound_node(self, pod: PodInfo) -> str:
+        """Read the pod now: the node this very pod (same uid) is bound to, "" when unbound. Raise PodGoneError
+        when it is gone (or recreated under its name), BindOutcomeUnknownError when it cannot be read."""
         ...
 
     async def update_persistent_volume(self, pv: Mapping[str, Any]) -> dict[str, Any]:

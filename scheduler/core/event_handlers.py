@@ -138,6 +138,7 @@ class EventHandlers:
         if held is not None:
             s.cache.remove_pod(uid)
             s.move(EVENT_ASSIGNED_POD_DELETE, old=held)
+        s.pod_changed(uid)
 
     def _unparsable_pod(self, uid: str, obj: Mapping[str, Any], exc: ParseError) -> None:
         """A pod we cannot understand gets a FailedScheduling event saying why; everyone else goes on."""
@@ -181,6 +182,7 @@ class EventHandlers:
         old = s.cache.get_pod(pod.uid)
         if old is None or s.cache.is_assumed(pod.uid):
             s.cache.add_pod(pod)
+            s.pod_changed(pod.uid)
             if old is None:
                 s.move(EVENT_ASSIGNED_POD_ADD, new=pod)
             return

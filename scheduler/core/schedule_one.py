@@ -6,7 +6,8 @@
    Reserve and Permit. Synchronous: nothing else runs while a cycle looks at its snapshot.
 2. `binding_cycle`: the **binding cycle**, a coroutine the scheduler runs concurrently with later
    scheduling cycles: wait at Permit, PreBind, Bind (`pods/binding`), PostBind; on success report
-   `Scheduled`.
+   `Scheduled`. A bind with no answer keeps the pod's room until the watch or a read of the pod says whether
+   it landed (`resolve_unanswered_bind`).
 3. `handle_scheduling_failure`: requeue the pod (unschedulable pool or backoff) and report the failure the
    way kube-scheduler does (FailedScheduling event, PodScheduled=False condition, metrics).
 
@@ -16,6 +17,7 @@ The algorithm itself is pure: it sees one Snapshot and returns a decision or rai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -30,6 +32,7 @@ from scheduler.core.api import (
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
     AlreadyBoundError,
+    BindError,
     BindLandedError,
     BindOutcomeUnknownError,
     PodGoneError,
@@ -407,7 +410,10 @@ async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
             if status is None:
                 bind_start = sched.clock()
                 status = await fwk.run_bind(state, assumed, host)
-                if status is not None and isinstance(status.error, BindLandedError):
+                if status is not None and isinstance(status.error, BindOutcomeUnknownError):
+                    status = await resolve_unanswered_bind(sched, attempt, status)
+                    assumed, host = attempt.assumed or assumed, attempt.host
+                elif status is not None and isinstance(status.error, BindLandedError):
                     assumed = _landed(sched, attempt, status.error.node_name)
                     host, status = attempt.host, None
                 sched.observer.binding(sched.clock() - bind_start, status is None)
@@ -419,10 +425,6 @@ async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
     except Exception as exc:
         log.exception("binding cycle failed", extra={"pod": assumed.key, "node": host})
         status = error_status(exc)
-    if status is not None and isinstance(status.error, BindOutcomeUnknownError):
-        held = sched.cache.get_pod(uid)
-        if held is not None and not sched.cache.is_assumed(uid) and held.node_name == host:
-            status = None  # no answer, but the watch already showed the pod bound where we bound it: it landed
     if status is None:
         _bound(sched, attempt, assumed)
         return
@@ -443,6 +445,82 @@ async def binding_cycle(sched: Scheduler, attempt: Attempt) -> None:
         return
     sched.move_assigned_pod_delete(assumed)
     handle_scheduling_failure(sched, attempt, status, diagnosis, CLEAR_NOMINATED_NODE)
+
+
+# Reads of a pod whose bind got no answer, while neither the read nor the watch could tell where it is.
+RESOLVE_RETRY_FIRST = 0.5
+RESOLVE_RETRY_MAX = 5.0
+
+
+async def resolve_unanswered_bind(sched: Scheduler, attempt: Attempt, unanswered: Status) -> Status | None:
+    """The bind got no answer (`unanswered`): find out whether it landed before giving the node's room away.
+
+    The cache keeps the pod assumed on attempt.host meanwhile, as for a bind in flight, so no other pod is
+    placed in the room the pod may hold: freeing it at once (as upstream's ForgetPod does on any bind error)
+    over-commits the node when the bind did land and the watch shows it only later (a watch cut by the same
+    fault). The watch or a read of the pod (`ClusterAPI.bound_node`, retried with backoff while it fails)
+    decides: None when the pod is bound (on attempt.host, or where the API says: `_landed`); a status naming
+    PodGoneError or AlreadyBoundError when it left (deleted, or the watch shows another scheduler's binding);
+    `unanswered` itself when the API shows it unbound, or when the scheduler stops first.
+    """
+    uid = attempt.pod.uid
+    wake = sched.resolving[uid] = asyncio.Event()  # set by the pod's watch events and by stop
+    delay = RESOLVE_RETRY_FIRST
+    try:
+        while True:
+            seen = _watch_verdict(sched, attempt)
+            if seen is not _UNRESOLVED or sched.stopping:
+                return unanswered if seen is _UNRESOLVED else seen
+            wake.clear()
+            read = asyncio.ensure_future(sched.api.bound_node(attempt.pod))
+            woken = asyncio.ensure_future(wake.wait())
+            try:
+                await asyncio.wait({read, woken}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                woken.cancel()
+                if not read.done():
+                    read.cancel()
+                    await asyncio.gather(read, return_exceptions=True)
+            if wake.is_set() or read.cancelled():
+                continue  # the watch spoke (or stop came) while reading: look at the cache again
+            try:
+                node = read.result()
+            except PodGoneError as exc:
+                return Status(Code.ERROR, (str(exc),), unanswered.plugin, exc)
+            except BindError as exc:
+                log.info("binding outcome still unknown", extra={"pod": attempt.pod.key, "error": str(exc)})
+            else:
+                if not node:
+                    return unanswered  # did not land: the room goes and the pod is retried
+                if node != attempt.host:
+                    _landed(sched, attempt, node)
+                return None
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await wake.wait()
+            delay = min(delay * 2, RESOLVE_RETRY_MAX)
+    finally:
+        sched.resolving.pop(uid, None)
+
+
+_UNRESOLVED = Status(Code.ERROR, ("unresolved",))
+
+
+def _watch_verdict(sched: Scheduler, attempt: Attempt) -> Status | None:
+    """What the cache (fed by the watch) already tells about an unanswered bind: None when it shows the pod
+    bound on attempt.host (it landed), a PodGoneError status when the pod is gone, an AlreadyBoundError status
+    when it shows the pod bound elsewhere (not ours: our bind went to attempt.host), else _UNRESOLVED."""
+    uid = attempt.pod.uid
+    held = sched.cache.get_pod(uid)
+    if held is None:
+        gone = PodGoneError(f"pod {attempt.pod.key} was deleted while its binding was in doubt")
+        return Status(Code.ERROR, (str(gone),), "", gone)
+    if sched.cache.is_assumed(uid):
+        return _UNRESOLVED
+    if held.node_name == attempt.host:
+        return None
+    other = AlreadyBoundError(f'pod {attempt.pod.key} is already assigned to node "{held.node_name}"')
+    return Status(Code.ERROR, (str(other),), "", other)
 
 
 def _landed(sched: Scheduler, attempt: Attempt, node_name: str) -> PodInfo:

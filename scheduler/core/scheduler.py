@@ -258,6 +258,10 @@ class Scheduler:
         # Attempts whose bind got no answer (it may have landed): if the watch shows the pod bound on that
         # attempt's node before another attempt binds it, the binding is reported as ours.
         self.unconfirmed_binds: dict[str, Attempt] = {}
+        # Binding cycles finding out whether a bind with no answer landed (schedule_one.resolve_unanswered_bind),
+        # woken by the pod's watch events and by stop; `stopping` tells them to give up.
+        self.resolving: dict[str, asyncio.Event] = {}
+        self.stopping = False
         self._plugin_events: dict[str, Sequence[ClusterEvent | ClusterEventWithHint]] = {}
         self._bind_slots = asyncio.Semaphore(max_in_flight_binds)
         self._bind_tasks: dict[asyncio.Task[None], str] = {}  # binding cycle -> uid of its pod
@@ -385,6 +389,12 @@ class Scheduler:
 
         task.add_done_callback(finished)
 
+    def pod_changed(self, uid: str) -> None:
+        """The watch showed this pod bound or gone: wake its binding cycle if it waits to learn where it is."""
+        wake = self.resolving.get(uid)
+        if wake is not None:
+            wake.set()
+
     def forget_pod_state(self, uid: str) -> None:
         """Drop every per-pod record kept outside the queue and cache (failure reports, refusals), and tell
         the API adapter, whose queued failure report the binding or the deletion supersedes."""
@@ -403,6 +413,7 @@ class Scheduler:
             "parse_failures": len(self.parse_failures),
             "unsupported": len(self.unsupported),
             "unconfirmed_binds": len(self.unconfirmed_binds),
+            "resolving_binds": len(self.resolving),
             "bind_tasks": len(self._bind_tasks),
             "waiting_pods": sum(len(f.waiting_pods) for f in self.profiles.values()),
             "snapshot_nodes": len(self.snapshot.node_info_map),
@@ -481,6 +492,7 @@ class Scheduler:
     async def run(self, stop: asyncio.Event) -> None:
         """Schedule until stop is set; sleeps until the next backoff expiry when nothing is ready."""
         self._wake = asyncio.Event()
+        self.stopping = False
         last_leftover = self.clock()
         while not stop.is_set():
             self.last_loop_activity = self.clock()
@@ -505,6 +517,9 @@ class Scheduler:
             finally:
                 wake.cancel()
                 stopped.cancel()
+        self.stopping = True  # binding cycles still waiting to learn whether their bind landed give up
+        for resolving in self.resolving.values():
+            resolving.set()
         await self.drain()
 
     async def drain(self) -> None:

@@ -418,12 +418,14 @@ class ControlPlane:
         burst: int = 100,
         extra_args: Sequence[str] = (),
         profiles: Sequence[Mapping[str, Any]] | None = None,
+        kubeconfig: Path | None = None,
     ) -> ManagedProcess:
         """Starts the upstream kube-scheduler (default profile, leader election off) and waits for /readyz.
 
         `profiles` replaces the configuration's profiles (e.g. to give VolumeBinding a short
-        bindTimeoutSeconds through pluginConfig). Stop it with ``stop_process("kube-scheduler")`` to run
-        another scheduler against the same cluster.
+        bindTimeoutSeconds through pluginConfig). `kubeconfig` replaces the admin kubeconfig for the
+        scheduler's own client (e.g. one that reaches the API server through a fault proxy). Stop it with
+        ``stop_process("kube-scheduler")`` to run another scheduler against the same cluster.
         """
         self.check_binaries(["kube-scheduler"])
         port = free_port()
@@ -431,7 +433,7 @@ class ControlPlane:
         document: dict[str, Any] = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
-            "clientConnection": {"kubeconfig": str(self.kubeconfig), "qps": qps, "burst": burst},
+            "clientConnection": {"kubeconfig": str(kubeconfig or self.kubeconfig), "qps": qps, "burst": burst},
             "leaderElection": {"leaderElect": False},
         }
         if profiles is not None:

@@ -2,15 +2,18 @@
 
 The fault suite and the regression tests of the fault run rely on it, so its faults are proven here first:
 requests pass; a cut ends a watch stream; a storm answers 429 without reaching the API server; a lost reply
-leaves the request committed; a partition makes requests time out; a stall holds bytes and delivers them.
+leaves the request committed; a partition makes requests time out; a stall holds bytes and delivers them; a
+lag holds a watch's events until it catches up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -21,7 +24,7 @@ from scheduler.adapters.cluster.streaming import open_watch
 from tests.cluster.harness import ControlPlane
 from tests.e2e.conftest import NodeFactory, PodFactory
 from tests.e2e.kube import get_pod
-from tests.faults.proxy import FaultProxy, is_binding, proxy_for, write_kubeconfig
+from tests.faults.proxy import FaultProxy, is_binding, is_pod_watch, proxy_for, write_kubeconfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -132,3 +135,31 @@ async def test_a_stall_holds_the_bytes_and_delivers_them(
     assert doc["metadata"]["name"] == namespace
     with contextlib.suppress(Exception):
         pending.cancel()
+
+
+async def test_a_lag_holds_a_watch_until_it_catches_up(
+    proxy: FaultProxy, proxied: KubeClient, namespace: str, create_pod: PodFactory
+) -> None:
+    """lag(pod watch): the event of a pod created meanwhile is held (the watch stays open, nothing is lost)
+    and arrives on catch_up()."""
+    rv = (await proxied.request("GET", f"/api/v1/namespaces/{namespace}/pods"))["metadata"]["resourceVersion"]
+    async with open_watch(proxied, f"/api/v1/namespaces/{namespace}/pods", rv, read_timeout=30) as lines:
+        first = asyncio.ensure_future(_first_event(lines))
+        await asyncio.sleep(0.5)  # the watch request has reached the proxy
+        proxy.lag(is_pod_watch)
+        await create_pod("p")
+        await asyncio.sleep(1.0)
+        assert not first.done(), "held while lagging"
+        assert proxy.stats.lagged_connections == 1
+        proxy.catch_up()
+        event = await asyncio.wait_for(first, 10)
+    assert event["type"] == "ADDED" and event["object"]["metadata"]["name"] == "p"
+
+
+async def _first_event(lines: object) -> dict[str, Any]:
+    async for line in lines:  # type: ignore[attr-defined]
+        if line.strip():
+            event: dict[str, Any] = json.loads(line)
+            if event["type"] != "BOOKMARK":
+                return event
+    raise AssertionError("the watch ended without an event")

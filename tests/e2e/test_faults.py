@@ -222,6 +222,12 @@ async def test_error_storms(scenario: Scenario) -> None:
     out = await finish(scenario, burst, started=started, healed=healed)
     out.notes["stormed_requests"] = replica.proxy.stats.stormed_requests
     assert replica.proxy.stats.stormed_requests > 0
+    # Defect 5: a bind that landed unanswered keeps its room until a read or the watch finds it. Before the fix
+    # its room was given away and a later attempt's 409 found it landed (24 times in a run at the field seed),
+    # which over-committed a node whenever another pod had taken the room meanwhile.
+    replica.read()
+    landed_late = replica.counts["an earlier bind landed; its reply was lost"]
+    assert landed_late == 0, f"{landed_late} binds were found landed after their room had been given away"
 
 
 async def test_leader_sigkill(scenario: Scenario) -> None:

@@ -11,8 +11,12 @@ act per request. Faults:
 * `stall()` / `resume()`: hold the bytes (nothing is lost; they flow on resume).
 * `storm(status, seconds)`: every request answered locally with `status` (429 with Retry-After, or 5xx) and
   never forwarded; open connections are cut at its start so every client meets it.
-* `lose_replies(match, count)`: forward a matching request, then abort the connection as soon as the reply
-  starts: the API server committed the request, the client never learns it (a lost bind reply).
+* `lose_replies(match, count, before=None, then=None)`: forward a matching request, then abort the connection
+  as soon as the reply starts: the API server committed the request, the client never learns it (a lost bind
+  reply). `before` runs just before each such request is forwarded, `then` right after its reply is lost (to
+  start another fault at that very moment: a watch lagging before the request's own event, a storm after).
+* `lag(match)` / `catch_up()`: hold (not lose) what the API server sends on connections whose request matches
+  (a watch: its events arrive late, in order, on catch_up), as a lagging watch would.
 
 Every fault also has a counter, so a test can assert that it really happened.
 """
@@ -44,6 +48,7 @@ class ProxyStats:
     stormed_requests: int = 0
     lost_replies: int = 0
     dropped_bytes: int = 0
+    lagged_connections: int = 0
     requests_by_path: dict[str, int] = field(default_factory=dict)
 
 
@@ -51,6 +56,8 @@ class ProxyStats:
 class _LoseReplies:
     match: Match
     remaining: int
+    before: Callable[[], None] | None = None
+    then: Callable[[], None] | None = None
 
 
 class _Connection:
@@ -64,6 +71,9 @@ class _Connection:
         self.up_writer: asyncio.StreamWriter | None = None
         self.blackholed = False
         self.cut_on_reply = False
+        self.after_lost_reply: Callable[[], None] | None = None
+        self.request = ("", "")  # (method, path) of the last request, for lag()
+        self.lagged = False
         self.closed = False
         self._upstream_task: asyncio.Task[None] | None = None
 
@@ -121,6 +131,10 @@ class _Connection:
         method, _, rest = first.partition(" ")
         path = rest.rsplit(" ", 1)[0]
         proxy.stats.requests += 1
+        self.request = (method, path)
+        if proxy._lag_match is not None and proxy._lag_match(method, path) and not self.lagged:
+            self.lagged = True
+            proxy.stats.lagged_connections += 1
         key = path.split("?")[0]
         proxy.stats.requests_by_path[key] = proxy.stats.requests_by_path.get(key, 0) + 1
         if self.blackholed:
@@ -134,8 +148,11 @@ class _Connection:
         lose = proxy._lose_for(method, path)
         await self._upstream()
         assert self.up_writer is not None
-        if lose:
+        if lose is not None:
             self.cut_on_reply = True
+            self.after_lost_reply = lose.then
+            if lose.before is not None:
+                lose.before()
         await proxy._flowing()
         if self.blackholed:
             return
@@ -161,8 +178,13 @@ class _Connection:
                     break
                 if self.cut_on_reply:
                     self.proxy.stats.lost_replies += 1
+                    self.abort()
+                    if self.after_lost_reply is not None:
+                        self.after_lost_reply()
                     break
                 await self.proxy._flowing()
+                if self.lagged:
+                    await self.proxy._caught_up.wait()
                 if self.blackholed:
                     self.proxy.stats.dropped_bytes += len(data)
                     continue
@@ -217,6 +239,9 @@ class FaultProxy:
         self._storm_status: int | None = None
         self._storm_until = 0.0
         self._lose: list[_LoseReplies] = []
+        self._lag_match: Match | None = None
+        self._caught_up = asyncio.Event()
+        self._caught_up.set()
 
     @property
     def url(self) -> str:
@@ -237,6 +262,7 @@ class FaultProxy:
                 await asyncio.wait_for(self._server.wait_closed(), 5)
         self._flow.set()
         self._healed.set()
+        self._caught_up.set()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.stats.connections += 1
@@ -248,12 +274,12 @@ class FaultProxy:
     async def _flowing(self) -> None:
         await self._flow.wait()
 
-    def _lose_for(self, method: str, path: str) -> bool:
+    def _lose_for(self, method: str, path: str) -> _LoseReplies | None:
         for rule in self._lose:
             if rule.remaining > 0 and rule.match(method, path):
                 rule.remaining -= 1
-                return True
-        return False
+                return rule
+        return None
 
     # ------------------------------------------------------------------ faults
 
@@ -286,9 +312,34 @@ class FaultProxy:
         self._storm_until = time.monotonic() + seconds
         self.cut()
 
-    def lose_replies(self, match: Match, count: int = 1) -> None:
-        """The next `count` requests matching `match` reach the API server; their replies never come back."""
-        self._lose.append(_LoseReplies(match, count))
+    def lose_replies(
+        self,
+        match: Match,
+        count: int = 1,
+        *,
+        before: Callable[[], None] | None = None,
+        then: Callable[[], None] | None = None,
+    ) -> None:
+        """The next `count` requests matching `match` reach the API server; their replies never come back.
+        `before` runs just before each is forwarded, `then` right after its reply is lost."""
+        self._lose.append(_LoseReplies(match, count, before, then))
+
+    def lag(self, match: Match) -> None:
+        """From now until catch_up(), hold what the API server sends on the open and new connections whose
+        request matches `match` (watches: their events wait, in order)."""
+        self._lag_match = match
+        self._caught_up.clear()
+        for conn in self._connections:
+            if match(*conn.request) and not conn.lagged:
+                conn.lagged = True
+                self.stats.lagged_connections += 1
+
+    def catch_up(self) -> None:
+        """Deliver what lag() held, and hold nothing more."""
+        self._lag_match = None
+        for conn in self._connections:
+            conn.lagged = False
+        self._caught_up.set()
 
     def open_connections(self) -> int:
         return len(self._connections)
@@ -296,6 +347,12 @@ class FaultProxy:
 
 def is_binding(method: str, path: str) -> bool:
     return method == "POST" and path.split("?")[0].endswith("/binding")
+
+
+def is_pod_watch(method: str, path: str) -> bool:
+    """A watch of pods (any namespace, any selector), as a scheduler's pod informer opens it."""
+    base, _, query = path.partition("?")
+    return method == "GET" and base.endswith("/pods") and bool({"watch=true", "watch=1"} & set(query.split("&")))
 
 
 def is_event_post(method: str, path: str) -> bool:

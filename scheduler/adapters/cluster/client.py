@@ -92,14 +92,22 @@ class TokenBucket:
 
 
 class ApiError(Exception):
-    """A request failed: HTTP status (0 for transport errors), reason and the server's Status message."""
+    """A request failed: HTTP status (0 for transport errors), reason and the server's Status message.
 
-    def __init__(self, status: int, reason: str, message: str, body: Any = None) -> None:
+    `maybe_applied` (set by `KubeClient.request`): some attempt, not only the last, got no answer (a refused
+    connection excepted) or a 5xx, so the server may have applied the request whatever the last attempt met:
+    a POST whose first attempt was cut and whose retries all met 429s may have landed.
+    """
+
+    def __init__(
+        self, status: int, reason: str, message: str, body: Any = None, *, maybe_applied: bool = False
+    ) -> None:
         super().__init__(message or reason or f"HTTP {status}")
         self.status = status
         self.reason = reason
         self.message = message or reason or f"HTTP {status}"
         self.body = body
+        self.maybe_applied = maybe_applied
 
 
 def server_url_problem(server: str) -> str | None:
@@ -371,6 +379,7 @@ class KubeClient:
         HTTP/1.1 pool (http1.py) when one applies: for the small, hot writes (bindings, events).
         """
         attempt = 0
+        maybe_applied = False  # an attempt got no answer (or a 5xx): the server may have applied the request
         while True:
             attempt += 1
             await (limiter or self.limiter).acquire()
@@ -381,9 +390,11 @@ class KubeClient:
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 self._observe(method, "<error>", sent)
                 refused = isinstance(exc, aiohttp.ClientConnectorError)
+                maybe_applied = maybe_applied or not refused
                 if attempt > self.max_retries or (retry == "never" and not refused):
                     self.stats.failures += 1
-                    raise ApiError(0, type(exc).__name__, f"{method} {path}: {transport_error_text(exc)}") from exc
+                    message = f"{method} {path}: {transport_error_text(exc)}"
+                    raise ApiError(0, type(exc).__name__, message, maybe_applied=maybe_applied) from exc
                 await self._backoff(attempt, None, method, path, type(exc).__name__)
                 continue
             self._observe(method, str(status), sent)
@@ -394,12 +405,13 @@ class KubeClient:
                     return None
                 return json_bytes(raw)
             reason, message, decoded = status_message(status, raw)
+            maybe_applied = maybe_applied or status >= 500
             retryable = status in RETRYABLE_STATUSES and (retry == "always" or status == 429)
             if retryable and attempt <= self.max_retries:
                 await self._backoff(attempt, _retry_after(headers), method, path, f"HTTP {status}")
                 continue
             self.stats.failures += 1
-            raise ApiError(status, reason, message, decoded)
+            raise ApiError(status, reason, message, decoded, maybe_applied=maybe_applied)
 
     def _observe(self, method: str, code: str, sent: float) -> None:
         if self.request_observer is not None:

@@ -53,6 +53,7 @@ EVENT_SERIES_REFRESH = 30 * 60.0
 # (which sets PodScheduled=True) reaches the API server after it, as upstream's API dispatcher orders calls
 # of one object. Bounded: should the patch hang, the bind goes on and `_restore_scheduled` repairs the rest.
 STATUS_IN_FLIGHT_WAIT = 5.0
+BOUND_READ_TIMEOUT = 10.0  # one read of a pod whose binding is in doubt (each attempt; the client retries)
 
 
 class PreemptionCallError(Exception):
@@ -268,10 +269,29 @@ class ClusterWriter:
                 raise PodGoneError(exc.message) from exc
             self.stats.bind_errors += 1
             log.error("binding failed", extra={"pod": pod.key, "node": node_name, "error": exc.message})
-            if exc.status == 0 or exc.status >= 500:  # no answer, or a server error: it may have landed
+            # No answer or a server error, on the last attempt or an earlier one (a cut POST retried into 429s):
+            # it may have landed, and the binding cycle must find out before it gives the node's room away.
+            if exc.maybe_applied:
                 raise BindOutcomeUnknownError(exc.message) from exc
             raise BindError(exc.message) from exc
         self.stats.binds += 1
+
+    async def bound_node(self, pod: PodInfo) -> str:
+        """The node this very pod (same uid) is bound to, read from the API server now; "" when unbound.
+
+        PodGoneError when it is gone or recreated under its name; BindOutcomeUnknownError when it cannot be read.
+        """
+        try:
+            path = pod_path(pod.namespace, pod.name)
+            obj = await self.client.request("GET", path, request_timeout=BOUND_READ_TIMEOUT)
+        except ApiError as exc:
+            if exc.status == 404:
+                raise PodGoneError(exc.message) from exc
+            raise BindOutcomeUnknownError(f"pod {pod.key} cannot be read: {exc}") from exc
+        meta = obj.get("metadata") or {}
+        if "/" not in pod.uid and meta.get("uid") != pod.uid:
+            raise PodGoneError(f"pod {pod.key} was recreated (uid {meta.get('uid')})")
+        return str((obj.get("spec") or {}).get("nodeName") or "")
 
     async def _bound_node(self, pod: PodInfo, node_name: str) -> str:
         """The node this very pod (same uid) is bound to after a 409, or "" when it is gone, recreated or unbound.
@@ -280,16 +300,12 @@ class ClusterWriter:
         conflict. When the pod cannot be read, the outcome is unknown: BindError, so the pod is retried.
         """
         try:
-            obj = await self.client.request("GET", pod_path(pod.namespace, pod.name), request_timeout=10.0)
-        except ApiError as exc:
-            if exc.status == 404:
-                return ""
+            return await self.bound_node(pod)
+        except PodGoneError:
+            return ""
+        except BindOutcomeUnknownError as exc:
             self.stats.bind_errors += 1
-            raise BindError(f"binding {pod.key} to {node_name} answered 409 and the pod cannot be read: {exc}") from exc
-        meta = obj.get("metadata") or {}
-        spec = obj.get("spec") or {}
-        same_pod = "/" in pod.uid or meta.get("uid") == pod.uid
-        return str(spec.get("nodeName") or "") if same_pod else ""
+            raise BindError(f"binding {pod.key} to {node_name} answered 409 and {exc}") from exc
 
     async def _status_settled(self, uid: str) -> None:
         """Wait (at most STATUS_IN_FLIGHT_WAIT) until no PodScheduled patch of this pod is in flight."""
