@@ -43,9 +43,7 @@ PRE_SCORE_STATE_KEY = "PreScore" + NAME
 # v1.35+ (PR #134740, cherry-picked to 1.34): the offending taint is only logged, not shown to users.
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
-EFFECT_NO_SCHEDULE = "NoSchedule"
 EFFECT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
-EFFECT_NO_EXECUTE = "NoExecute"
 
 _REJECT = unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)
 
