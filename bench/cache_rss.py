@@ -83,12 +83,12 @@ def main() -> None:
     for i in range(args.nodes):
         name = f"s-{i:05d}"
         text = NODE.replace("NAME", name).replace("UID", str(uuid.uuid4())).replace("ZONE", f"zone-{i % 3}")
-        scheduler.on_node_event("ADDED", json.loads(text))
+        scheduler.events.on_node_event("ADDED", json.loads(text))
         for j in range(args.pods_per_node):
             n = i * args.pods_per_node + j
             text = POD.replace("NAME", f"p-{n:06d}").replace("UID", str(uuid.uuid4()))
             text = text.replace("APP", f"a{n % 50}").replace("NODE", name)
-            scheduler.on_pod_event("ADDED", json.loads(text))
+            scheduler.events.on_pod_event("ADDED", json.loads(text))
     took = time.perf_counter() - start
     gc.collect()
     grown = rss_bytes() - before

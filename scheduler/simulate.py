@@ -27,10 +27,10 @@ from scheduler.core.clock import FakeClock
 from scheduler.core.explain import Explanation, explain_pod
 from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
+from scheduler.framework.node_selector import RequiredNodeAffinity
 from scheduler.framework.objects import KINDS, NAMESPACE, RESOURCE_CLAIM, SYSTEM_NAMESPACES
 from scheduler.framework.types import ParseError, PodInfo, parse_node, parse_pod, tolerations_tolerate
 from scheduler.plugins.dynamic_resources.claims import ClaimError, allocation_of, allocation_results, claim_name
-from scheduler.plugins.node_affinity import RequiredNodeAffinity
 from scheduler.validation import validate
 
 JSON = dict[str, Any]

@@ -123,7 +123,7 @@ def test_a_lone_surrogate_through_the_live_intake(which: str, path: Path, where:
         if isinstance(node.get("metadata"), dict) and isinstance(node["metadata"].get("name"), str):
             cluster.apply_node(node)
         else:  # no name to store it under: straight to the handlers, as the cluster adapter's watch would
-            scheduler.on_node_event("ADDED", node)
+            scheduler.events.on_node_event("ADDED", node)
         cluster.apply_pod(bound)
         cluster.apply_pod(pending)
         cluster.apply_pod(gated)

@@ -30,7 +30,8 @@ from scheduler.core.api import (
     PodGoneError,
     WriteError,
 )
-from scheduler.core.scheduler import MODIFIED, Scheduler
+from scheduler.core.event_handlers import MODIFIED
+from scheduler.core.scheduler import Scheduler
 from scheduler.framework.fit_error import truncate_message
 from scheduler.framework.objects import (
     NAMESPACE,
@@ -44,7 +45,7 @@ from scheduler.framework.objects import (
 )
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.types import PodInfo
-from scheduler.plugins import storage as st
+from scheduler.storage import volume as st
 
 JSON = dict[str, Any]
 
@@ -124,7 +125,7 @@ class MemoryCluster:
         kind = MODIFIED if name in self.nodes else "ADDED"
         self.nodes[name] = obj
         if self.scheduler is not None:
-            self.scheduler.on_node_event(kind, self.nodes[name])
+            self.scheduler.events.on_node_event(kind, self.nodes[name])
 
     def apply_pod(self, obj: JSON, parsed: PodInfo | None = None) -> None:
         """Create or replace a pod; `parsed` is parse_pod(obj) when the caller has it (saves parsing twice)."""
@@ -134,7 +135,7 @@ class MemoryCluster:
         if self.claims.pod_applied(obj):
             parsed = None  # its status now names the claims made for it
         if self.scheduler is not None:
-            self.scheduler.on_pod_event(kind, self.pods[uid], parsed)
+            self.scheduler.events.on_pod_event(kind, self.pods[uid], parsed)
 
     def apply_object(self, obj: JSON) -> None:
         """Create or update an object of another kind (scheduler.framework.objects.KINDS).
@@ -165,7 +166,7 @@ class MemoryCluster:
         if kind == RESOURCE_CLAIM_TEMPLATE:  # pods that waited for it get their claims now
             for pod in list(self.pods.values()):
                 if self.claims.pod_applied(pod) and self.scheduler is not None:
-                    self.scheduler.on_pod_event(MODIFIED, pod)
+                    self.scheduler.events.on_pod_event(MODIFIED, pod)
 
     def _store(self, obj: JSON) -> JSON:
         """Put an object of another kind into the store and tell the scheduler, as its watch would."""
@@ -176,7 +177,7 @@ class MemoryCluster:
         self.objects[key] = obj
         self.volumes.mark(kind, namespace, name, obj)
         if self.scheduler is not None:
-            self.scheduler.on_object_event(kind, event, obj)
+            self.scheduler.events.on_object_event(kind, event, obj)
         return obj
 
     def next_resource_version(self, current: str = "") -> str:
@@ -195,19 +196,19 @@ class MemoryCluster:
         obj = self.objects.pop((kind, namespace, name), None)
         self.volumes.mark(kind, namespace, name, None)
         if obj is not None and self.scheduler is not None:
-            self.scheduler.on_object_event(kind, "DELETED", obj)
+            self.scheduler.events.on_object_event(kind, "DELETED", obj)
 
     def delete_pod(self, uid: str) -> None:
         obj = self.pods.pop(uid, None)
         if obj is not None and self.scheduler is not None:
-            self.scheduler.on_pod_event("DELETED", obj)
+            self.scheduler.events.on_pod_event("DELETED", obj)
         if obj is not None:
             self.claims.pod_gone(obj)
 
     def delete_node(self, name: str) -> None:
         obj = self.nodes.pop(name, None)
         if obj is not None and self.scheduler is not None:
-            self.scheduler.on_node_event("DELETED", obj)
+            self.scheduler.events.on_node_event("DELETED", obj)
 
     # ------------------------------------------------------------------ ClusterAPI
 
@@ -227,7 +228,7 @@ class MemoryCluster:
         self.conditions[pod.uid] = PodCondition("PodScheduled", "True", "", "")  # as the binding subresource does
         self.bindings.append((pod.key, node_name))
         if self.scheduler is not None:
-            self.scheduler.on_pod_event(MODIFIED, obj)
+            self.scheduler.events.on_pod_event(MODIFIED, obj)
 
     async def bound_node(self, pod: PodInfo) -> str:
         obj = self.pods.get(pod.uid)
@@ -320,7 +321,7 @@ class MemoryCluster:
         else:
             status.pop("nominatedNodeName", None)
         if self.scheduler is not None:
-            self.scheduler.on_pod_event(MODIFIED, obj)
+            self.scheduler.events.on_pod_event(MODIFIED, obj)
 
     # ------------------------------------------------------------------ ClusterAPI: preemption
 
@@ -334,7 +335,7 @@ class MemoryCluster:
             {"type": DISRUPTION_TARGET, "status": "True", "reason": REASON_PREEMPTION_BY_SCHEDULER, "message": message}
         )
         if self.scheduler is not None:
-            self.scheduler.on_pod_event(MODIFIED, obj)
+            self.scheduler.events.on_pod_event(MODIFIED, obj)
         return True
 
     async def delete_preempted_pod(self, victim: PodInfo) -> bool:

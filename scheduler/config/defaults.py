@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.config.types import PluginRef, Plugins, PluginSet
+from scheduler.config.types import PluginRef
 
 DEFAULT_SCHEDULER_NAME = "pyscheduler"
 """Name of the profile when the config has none, or one profile without `schedulerName`."""
@@ -81,8 +81,3 @@ UPSTREAM_PLUGIN_NAMES: frozenset[str] = frozenset(
 )
 """In-tree upstream plugin names: disabling one pyscheduler lacks is a harmless no-op (configs written
 for kube-scheduler often do it); enabling or configuring one is reported as not supported."""
-
-
-def default_plugins() -> Plugins:
-    """The `Plugins` of a profile that configures none."""
-    return Plugins(multi_point=PluginSet(enabled=DEFAULT_MULTI_POINT))

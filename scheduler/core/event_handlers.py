@@ -1,12 +1,28 @@
-"""Watch events in: nodes, pods and other cluster objects into the cache, the queue and the object store.
+"""The intake half of a pod's trip, as upstream's eventhandlers.go tells it, top to bottom: watch event ->
+parse -> cache / queue. (schedule_one.py tells the other half: queue -> cycle -> binding.)
 
-Upstream's eventhandlers.go: an assigned pod updates the cache, an unassigned pod of one of our profiles
-updates the queue, and every change that may make a rejected pod schedulable becomes a `ClusterEvent` that
-moves pods out of the unschedulable pool. Both adapters call these handlers (through `Scheduler`): the
-cluster adapter from its watches and LISTs, the in-memory adapter from a file.
+Where events come from: in a cluster, one LIST+WATCH loop per collection (adapters/cluster/reflector.py:
+`PodWatch` for pods, an `ObjectInformer` per other kind; kopf watches nodes), each event through
+`ClusterWatcher.dispatch`, which remembers it while a LIST is in flight so the LIST cannot roll it back;
+offline, `MemoryCluster` calls the same entry points for each object of a file. Then, in `EventHandlers`:
 
-Pods we cannot parse and pods that use fields pyscheduler does not evaluate yet (`unsupported.py`) never
-enter the queue: they get a failure report once, and are re-checked when they change.
+1. `on_node_event`: parse the node (`parse_node`), add, update or remove it in **the cache**, and turn the
+   change into a `ClusterEvent` that moves the rejected pods it may help out of the unschedulable pool.
+2. `on_pod_event`: a pod gone (DELETED, or a terminal phase) is forgotten everywhere (`forget_pod`); any
+   other is **parsed** once into a `PodInfo` (`parse_pod`; a pod we cannot parse gets a FailedScheduling
+   report saying why, `_unparsable_pod`), then
+   - assigned (`spec.nodeName` set, whatever scheduler placed it): **the cache** (`_assigned_pod`: add,
+     confirm our assumed pod, or update), and the change moves rejected pods;
+   - unassigned and naming one of our profiles: **the queue** (`_pending_pod`), unless it uses a field
+     pyscheduler does not evaluate (`_refuse_unsupported`: left Pending, reported once, fail closed).
+3. `on_object_event`: the other kinds plugins read (Namespaces, PersistentVolumeClaims, ...) into **the
+   object store**; the plugins listening for the kind hear of it; the change moves pods.
+4. Relists converge all of it to a fresh LIST: `resync_objects` (one kind), `resync` (nodes and pods at
+   once, after a watch gap), `resync_suspects` then `settle` (a periodic LIST: its differences are left to
+   the watches for a grace period, and only those still there are repaired and counted as drift).
+
+Every handler is synchronous and runs on the scheduling loop, between two cycles: a cycle never sees half an
+event.
 """
 
 from __future__ import annotations
@@ -33,35 +49,7 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 
 EVENT_NODE_ADD = ClusterEvent(NODE, ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
-EVENT_ASSIGNED_POD_UPDATE = ClusterEvent(ASSIGNED_POD, ActionType.UPDATE, "AssignedPodUpdate")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
-
-
-@dataclass(slots=True)
-class Suspects:
-    """Differences between the cache and a LIST that the watches may still be delivering (watch lag).
-
-    Each entry keeps the record the scheduler held at LIST time (None: nothing) and what the LIST showed
-    (None: gone from the LIST). `EventHandlers.settle` re-checks them after a grace period: any watch event
-    for the object replaces the held record, so a different record then means the watch resolved it (lag);
-    the very same record means nothing came (drift: repaired and counted then).
-    """
-
-    nodes: dict[str, tuple[NodeRecord | None, NodeRecord | None]] = field(default_factory=dict)
-    pods: dict[str, tuple[PodInfo | None, PodInfo | None]] = field(default_factory=dict)
-    pending: dict[str, PodInfo] = field(default_factory=dict)  # tracked pending pods the LIST no longer shows
-
-    def __len__(self) -> int:
-        return len(self.nodes) + len(self.pods) + len(self.pending)
-
-
-Deleted = Callable[[str, str], bool]
-
-
-def _never(resource: str, key: str) -> bool:
-    return False
-"""(resource, key) -> did the watch delete it lately ("nodes"/name, "pods"/uid): a LIST taken before the
-deletion must not bring it back."""
 
 
 def pod_uid(obj: Mapping[str, Any]) -> str:
@@ -152,6 +140,34 @@ class EventHandlers:
             s.move(EVENT_ASSIGNED_POD_DELETE, old=held)
         s.pod_changed(uid)
 
+    def _unparsable_pod(self, uid: str, obj: Mapping[str, Any], exc: ParseError) -> None:
+        """A pod we cannot understand gets a FailedScheduling event saying why; everyone else goes on."""
+        s = self.s
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        if not isinstance(meta, dict):
+            meta = {}
+        if not isinstance(spec, dict):
+            spec = {}
+        log.warning("cannot parse pod", extra={"pod": f"{meta.get('namespace')}/{meta.get('name')}", "error": str(exc)})
+        if spec.get("nodeName") or spec.get("schedulerName", "default-scheduler") not in s.profiles:
+            return
+        message = f"failed to parse pod: {exc}"
+        if s.parse_failures.get(uid) == message:
+            return
+        s.parse_failures[uid] = message
+        s.pending.pop(uid, None)
+        s.queue.delete(uid)
+        s.nominator.delete(uid)
+        stub = PodInfo(
+            uid=uid,
+            namespace=str(meta.get("namespace") or "default"),
+            name=str(meta.get("name") or ""),
+            scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        )
+        s.last_failure[uid] = (REASON_SCHEDULER_ERROR, message)
+        s.api.record_failure(stub, REASON_SCHEDULER_ERROR, message)
+
     def _assigned_pod(self, pod: PodInfo) -> None:
         s = self.s
         unconfirmed = s.unconfirmed_binds.pop(pod.uid, None)
@@ -227,34 +243,6 @@ class EventHandlers:
         s.last_failure[pod.uid] = (REASON_UNSCHEDULABLE, message)
         s.api.record_failure(pod, REASON_UNSCHEDULABLE, message)
         return True
-
-    def _unparsable_pod(self, uid: str, obj: Mapping[str, Any], exc: ParseError) -> None:
-        """A pod we cannot understand gets a FailedScheduling event saying why; everyone else goes on."""
-        s = self.s
-        meta = obj.get("metadata") or {}
-        spec = obj.get("spec") or {}
-        if not isinstance(meta, dict):
-            meta = {}
-        if not isinstance(spec, dict):
-            spec = {}
-        log.warning("cannot parse pod", extra={"pod": f"{meta.get('namespace')}/{meta.get('name')}", "error": str(exc)})
-        if spec.get("nodeName") or spec.get("schedulerName", "default-scheduler") not in s.profiles:
-            return
-        message = f"failed to parse pod: {exc}"
-        if s.parse_failures.get(uid) == message:
-            return
-        s.parse_failures[uid] = message
-        s.pending.pop(uid, None)
-        s.queue.delete(uid)
-        s.nominator.delete(uid)
-        stub = PodInfo(
-            uid=uid,
-            namespace=str(meta.get("namespace") or "default"),
-            name=str(meta.get("name") or ""),
-            scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
-        )
-        s.last_failure[uid] = (REASON_SCHEDULER_ERROR, message)
-        s.api.record_failure(stub, REASON_SCHEDULER_ERROR, message)
 
     # ------------------------------------------------------------------ other objects
 
@@ -346,7 +334,7 @@ class EventHandlers:
             log.warning("cache drift repaired", extra={"drift": repaired})
             s.move(ClusterEvent(NODE, ActionType.ALL, "Resync"))
 
-    def suspects(
+    def resync_suspects(
         self,
         nodes: list[Mapping[str, Any]],
         pods: list[Mapping[str, Any]],
@@ -432,3 +420,33 @@ class EventHandlers:
             count("pending_pods_removed")
         self._report(repaired)
         return repaired
+
+
+# ---------------------------------------------------------------------- what the relists compare
+
+
+@dataclass(slots=True)
+class Suspects:
+    """Differences between the cache and a LIST that the watches may still be delivering (watch lag).
+
+    Each entry keeps the record the scheduler held at LIST time (None: nothing) and what the LIST showed
+    (None: gone from the LIST). `EventHandlers.settle` re-checks them after a grace period: any watch event
+    for the object replaces the held record, so a different record then means the watch resolved it (lag);
+    the very same record means nothing came (drift: repaired and counted then).
+    """
+
+    nodes: dict[str, tuple[NodeRecord | None, NodeRecord | None]] = field(default_factory=dict)
+    pods: dict[str, tuple[PodInfo | None, PodInfo | None]] = field(default_factory=dict)
+    pending: dict[str, PodInfo] = field(default_factory=dict)  # tracked pending pods the LIST no longer shows
+
+    def __len__(self) -> int:
+        return len(self.nodes) + len(self.pods) + len(self.pending)
+
+
+Deleted = Callable[[str, str], bool]
+"""(resource, key) -> did the watch delete it lately ("nodes"/name, "pods"/uid): a LIST taken before the
+deletion must not bring it back."""
+
+
+def _never(resource: str, key: str) -> bool:
+    return False

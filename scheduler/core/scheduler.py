@@ -1,9 +1,10 @@
 """The scheduler: its state (cache, queue, profiles, object store) and the loops that drive it.
 
-How a pod flows: a watch event reaches `event_handlers.py` (cache, queue, object store); `run` pops pods and
-runs `schedule_one.schedule_one` (the scheduling cycle, synchronous), whose binding cycle then runs as a
-concurrent task bounded by `max_in_flight_binds`. Both adapters drive this same class: the cluster adapter
-from its watches, the in-memory one from a file (`run_until_idle`).
+How a pod flows: a watch event reaches `self.events` (event_handlers.py, the intake story: parse, then the
+cache, the queue or the object store); `run` pops pods and runs `schedule_one.schedule_one` (the scheduling
+cycle, synchronous), whose binding cycle then runs as a concurrent task bounded by `max_in_flight_binds`.
+Both adapters drive this same class: the cluster adapter from its watches, the in-memory one from a file
+(`run_until_idle`).
 """
 
 from __future__ import annotations
@@ -19,16 +20,7 @@ from scheduler.backend.cache.objects import ClusterObjects
 from scheduler.backend.queue.nominator import Nominator
 from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.core.api import BindError, ClusterAPI
-from scheduler.core.event_handlers import (
-    ADDED,
-    DELETED,
-    EVENT_ASSIGNED_POD_DELETE,
-    MODIFIED,
-    TERMINAL_PHASES,
-    Deleted,
-    EventHandlers,
-    Suspects,
-)
+from scheduler.core.event_handlers import EVENT_ASSIGNED_POD_DELETE, EventHandlers
 from scheduler.core.schedule_one import Attempt, SchedulingAlgorithm, schedule_one
 from scheduler.core.unsupported import Finding
 from scheduler.framework.interface import ClusterEvent, ClusterEventWithHint, QueueSortPlugin
@@ -41,8 +33,6 @@ from scheduler.framework.types import PodInfo, QueuedPodInfo
 from scheduler.plugins.dynamic_resources.tracker import DraManager
 
 log = logging.getLogger("pyscheduler.scheduler")
-
-__all__ = ["ADDED", "DELETED", "MODIFIED", "TERMINAL_PHASES", "Deleted", "Scheduler", "SchedulerHandle", "Suspects"]
 
 LEFTOVER_FLUSH_PERIOD = 30.0
 SPIN_BUDGET = 100  # run_until_idle: attempts per queued pod, without a binding, before it gives up
@@ -361,39 +351,6 @@ class Scheduler:
     def _pre_enqueue(self, pod: PodInfo) -> Status | None:
         fwk = self.profiles.get(pod.scheduler_name)
         return fwk.run_pre_enqueue(pod) if fwk is not None else None
-
-    # ------------------------------------------------------------------ events in (event_handlers.py)
-
-    def on_node_event(self, kind: str | None, obj: Mapping[str, Any]) -> None:
-        """Apply a node watch event (kind None is an object from a LIST)."""
-        self.events.on_node_event(kind, obj)
-
-    def on_pod_event(self, kind: str | None, obj: Mapping[str, Any], parsed: PodInfo | None = None) -> None:
-        """Apply a pod watch event (kind None is an object from a LIST); `parsed`: parse_pod(obj), if known."""
-        self.events.on_pod_event(kind, obj, parsed)
-
-    def on_object_event(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        """Apply a watch event of another kind (scheduler.framework.objects.KINDS)."""
-        self.events.on_object_event(kind, event_type, obj)
-
-    def resync(self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]]) -> dict[str, int]:
-        """Converge the cache and queue to a fresh LIST of nodes and pods; returns repaired counts."""
-        return self.events.resync(nodes, pods)
-
-    def resync_suspects(
-        self, nodes: list[Mapping[str, Any]], pods: list[Mapping[str, Any]], touched: Deleted | None = None
-    ) -> Suspects:
-        """Compare with a fresh LIST, leaving its differences to the watches for now; `settle` them later.
-        `touched(resource, key)`: a watch event for that object came after the LIST was requested."""
-        return self.events.suspects(nodes, pods, touched)
-
-    def settle(self, suspects: Suspects, deleted: Deleted) -> dict[str, int]:
-        """Repair (and count as drift) the suspects the watches did not resolve meanwhile."""
-        return self.events.settle(suspects, deleted)
-
-    def resync_objects(self, kind: str, objects: list[Mapping[str, Any]]) -> dict[str, int]:
-        """Converge one kind of the object store to a fresh LIST."""
-        return self.events.resync_objects(kind, objects)
 
     def notify(self) -> None:
         """Wake the scheduling loop (a pod became ready or a binding finished)."""

@@ -8,7 +8,7 @@ over 5000 nodes stays one Python loop per plugin instead of one call per node an
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Flag, IntEnum, auto
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -162,21 +162,6 @@ class ClusterEventWithHint:
 # Events the queue reacts to for pods no plugin claims (e.g. rejected by an Error), and the 5 min flush.
 EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, ActionType.ALL, "UnschedulableTimeout")
 EVENT_FORCE_ACTIVATE = ClusterEvent(WILDCARD, ActionType.ALL, "ForceActivate")
-
-
-@dataclass(slots=True)
-class NodeScore:
-    name: str
-    score: int
-
-
-@dataclass(slots=True)
-class NodePluginScores:
-    """Scores of one node: per plugin (weighted) and the total, kept for explanations."""
-
-    name: str
-    scores: list[tuple[str, int]] = field(default_factory=list)
-    total: int = 0
 
 
 class Binder(Protocol):
@@ -528,7 +513,3 @@ class BindPlugin(Plugin):
 class PostBindPlugin(Plugin):
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         raise NotImplementedError
-
-
-PluginFactory = Callable[[Mapping[str, Any] | None, Handle], Plugin]
-AsyncCall = Callable[[], Awaitable[Any]]

@@ -1,7 +1,9 @@
 """v1.NodeSelector matching as component-helpers `nodeaffinity` does it, compiled once into closures.
 
 Shared by NodeAffinity (pod node affinity), VolumeBinding (a PV's node affinity) and the DRA allocator (a
-ResourceSlice's or device's nodeSelector). Semantics follow `nodeaffinity` and apimachinery `labels`/`fields`:
+ResourceSlice's or device's nodeSelector); `RequiredNodeAffinity` (a pod's nodeSelector and required node
+affinity, GetRequiredNodeAffinity) also by PodTopologySpread, which counts only the nodes a pod could land
+on. Semantics follow `nodeaffinity` and apimachinery `labels`/`fields`:
 
 * terms are ORed, a term's matchExpressions and matchFields are ANDed; a term with neither is dropped
   (an empty term list matches no node);
@@ -15,16 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.framework.labels import aggregate as _aggregate
 from scheduler.framework.labels import invalid as _invalid
 from scheduler.framework.labels import label_key_errors, label_value_errors, parse_go_int64
 from scheduler.framework.labels import not_supported as _not_supported
 
+if TYPE_CHECKING:
+    from scheduler.framework.types import PodInfo
+
 OBJECT_NAME_FIELD = "metadata.name"
 VALID_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 VALID_FIELD_SELECTOR_OPERATORS = ("In", "NotIn")
+REQUIRED_KEY = "requiredDuringSchedulingIgnoredDuringExecution"  # of a NodeAffinity
 
 Matcher = Callable[[Mapping[str, str], str], bool]
 """A compiled check over (node labels, node name)."""
@@ -252,3 +258,61 @@ class NodeSelectorMatcher:
             if term(labels, name):
                 return True, None
         return False, (_aggregate(self.errors) if self.errors else None)
+
+
+def _node_selector_check(selector: Mapping[str, str]) -> Matcher:
+    """labels.SelectorFromSet: every key present with exactly that value."""
+    items = tuple(selector.items())
+    if len(items) == 1:
+        ((key, value),) = items
+        return lambda labels, name: labels.get(key) == value
+
+    def every(labels: Mapping[str, str], name: str) -> bool:
+        get = labels.get
+        for key, value in items:  # noqa: SIM110 -- hot path: no generator
+            if get(key) != value:
+                return False
+        return True
+
+    return every
+
+
+def pod_node_affinity(pod_affinity: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A pod's `affinity.nodeAffinity` when it is a mapping (None otherwise)."""
+    if not isinstance(pod_affinity, Mapping):
+        return None
+    node_affinity = pod_affinity.get("nodeAffinity")
+    return node_affinity if isinstance(node_affinity, Mapping) else None
+
+
+@dataclass(frozen=True, slots=True)
+class RequiredNodeAffinity:
+    """nodeSelector AND required node affinity of a pod, compiled (nodeaffinity.RequiredNodeAffinity)."""
+
+    node_selector: Mapping[str, str]
+    selector: NodeSelectorMatcher | None
+    matches: Matcher
+
+    @classmethod
+    def of(cls, pod: PodInfo) -> RequiredNodeAffinity:
+        """GetRequiredNodeAffinity: nodeSelector (if any) and requiredDuringScheduling (if present)."""
+        node_affinity = pod_node_affinity(pod.affinity)
+        raw = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
+        selector = NodeSelectorMatcher.compile(raw) if raw is not None else None
+        checks: list[Matcher] = []
+        if pod.node_selector:
+            checks.append(_node_selector_check(pod.node_selector))
+        if selector is not None:
+            checks.append(selector.matcher())
+        matches: Matcher = all_of(checks) if checks else (lambda labels, name: True)
+        return cls(dict(pod.node_selector), selector, matches)
+
+    def match(self, labels: Mapping[str, str], name: str) -> tuple[bool, str | None]:
+        """(matched, lazy error of the affinity terms), as RequiredNodeAffinity.Match returns."""
+        if self.node_selector:
+            get = labels.get
+            if any(get(k) != v for k, v in self.node_selector.items()):
+                return False, None
+        if self.selector is not None:
+            return self.selector.match(labels, name)
+        return True, None

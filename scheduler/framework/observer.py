@@ -37,9 +37,6 @@ class Observer:
     def pod_scheduled(self, attempts: int, sli_seconds: float | None) -> None:
         """scheduler_pod_scheduling_attempts and scheduler_pod_scheduling_sli_duration_seconds."""
 
-    def queue_incoming(self, queue: str, event: str) -> None:
-        """scheduler_queue_incoming_pods_total{queue,event}."""
-
     def binding(self, seconds: float, ok: bool) -> None:
         """Binding latency and outcome (extension point Bind is reported separately)."""
 

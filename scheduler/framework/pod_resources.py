@@ -31,7 +31,6 @@ from scheduler.framework.quantity import parse_quantity
 
 ResourceMap = dict[str, Fraction]  # resource name -> amount in base units (cores, bytes, count)
 Tracked = Callable[[str], bool]  # which resource names the scheduler accounts (others are not parsed)
-ContainerFn = Callable[[Mapping[str, Any], Mapping[str, Any] | None, bool], ResourceMap]
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"

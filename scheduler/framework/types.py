@@ -171,6 +171,23 @@ def tolerations_tolerate(tolerations: Iterable[Toleration], taint: Taint) -> boo
     return any(t.tolerates(taint) for t in tolerations)
 
 
+DO_NOT_SCHEDULE_EFFECTS: Final = frozenset({"NoSchedule", "NoExecute"})  # helper.DoNotScheduleTaintsFilterFunc
+
+
+def find_untolerated_taint(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+    """The first NoSchedule/NoExecute taint, in node order, that no toleration tolerates (None if all are):
+    v1helper.FindMatchingUntoleratedTaint with helper.DoNotScheduleTaintsFilterFunc."""
+    for taint in taints:
+        if taint.effect not in DO_NOT_SCHEDULE_EFFECTS:
+            continue
+        for toleration in tolerations:
+            if toleration.tolerates(taint):
+                break
+        else:
+            return taint
+    return None
+
+
 HostPort = tuple[str, str, int]  # (hostIP, protocol, port), sanitized
 
 

@@ -18,7 +18,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, cast
 
-from scheduler.config.decode import child
+from scheduler.config.decode import (
+    ARGS_ENVELOPE_FIELDS,
+    FieldErrors,
+    as_int,
+    as_mapping,
+    check_fields,
+    check_kind,
+    child,
+)
 from scheduler.framework.fit_error import NodeToStatus
 from scheduler.framework.interface import (
     ASSIGNED_POD,
@@ -48,14 +56,6 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status, error_status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins.node_resources_fit import (
-    ARGS_ENVELOPE_FIELDS,
-    FieldErrors,
-    as_int,
-    as_mapping,
-    check_fields,
-    check_kind,
-)
 
 NAME: Final = "DefaultPreemption"
 ERR_POLICY_NEVER: Final = "not eligible due to preemptionPolicy=Never."

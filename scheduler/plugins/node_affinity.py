@@ -40,11 +40,13 @@ from scheduler.framework.labels import aggregate as _aggregate
 from scheduler.framework.labels import invalid as _invalid
 from scheduler.framework.node_selector import (
     OBJECT_NAME_FIELD,
+    REQUIRED_KEY,
     Matcher,
     NodeSelectorMatcher,
-    all_of,
+    RequiredNodeAffinity,
     compile_term,
     is_empty_term,
+    pod_node_affinity,
 )
 from scheduler.framework.status import SKIP, Status, error_status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -60,69 +62,11 @@ ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
 
 
-REQUIRED_KEY = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED_KEY = "preferredDuringSchedulingIgnoredDuringExecution"
 
 _REJECT_POD = unresolvable(ERR_REASON_POD, plugin=NAME)
 _REJECT_ENFORCED = unresolvable(ERR_REASON_ENFORCED, plugin=NAME)
 _REJECT_CONFLICT = unresolvable(ERR_REASON_CONFLICT, plugin=NAME)
-
-def _node_selector_check(selector: Mapping[str, str]) -> Matcher:
-    """labels.SelectorFromSet: every key present with exactly that value."""
-    items = tuple(selector.items())
-    if len(items) == 1:
-        ((key, value),) = items
-        return lambda labels, name: labels.get(key) == value
-
-    def every(labels: Mapping[str, str], name: str) -> bool:
-        get = labels.get
-        for key, value in items:  # noqa: SIM110 -- hot path: no generator
-            if get(key) != value:
-                return False
-        return True
-
-    return every
-
-
-def _node_affinity(pod_affinity: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    if not isinstance(pod_affinity, Mapping):
-        return None
-    node_affinity = pod_affinity.get("nodeAffinity")
-    return node_affinity if isinstance(node_affinity, Mapping) else None
-
-
-@dataclass(frozen=True, slots=True)
-class RequiredNodeAffinity:
-    """nodeSelector AND required node affinity of a pod, compiled (nodeaffinity.RequiredNodeAffinity)."""
-
-    node_selector: Mapping[str, str]
-    selector: NodeSelectorMatcher | None
-    matches: Matcher
-
-    @classmethod
-    def of(cls, pod: PodInfo) -> RequiredNodeAffinity:
-        """GetRequiredNodeAffinity: nodeSelector (if any) and requiredDuringScheduling (if present)."""
-        node_affinity = _node_affinity(pod.affinity)
-        raw = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
-        selector = NodeSelectorMatcher.compile(raw) if raw is not None else None
-        checks: list[Matcher] = []
-        if pod.node_selector:
-            checks.append(_node_selector_check(pod.node_selector))
-        if selector is not None:
-            checks.append(selector.matcher())
-        matches: Matcher = all_of(checks) if checks else (lambda labels, name: True)
-        return cls(dict(pod.node_selector), selector, matches)
-
-    def match(self, labels: Mapping[str, str], name: str) -> tuple[bool, str | None]:
-        """(matched, lazy error of the affinity terms), as RequiredNodeAffinity.Match returns."""
-        if self.node_selector:
-            get = labels.get
-            if any(get(k) != v for k, v in self.node_selector.items()):
-                return False, None
-        if self.selector is not None:
-            return self.selector.match(labels, name)
-        return True, None
-
 
 @dataclass(frozen=True, slots=True)
 class PreferredTerms:
@@ -288,7 +232,7 @@ class NodeAffinity(
     def sign_pod(self, pod: PodInfo) -> tuple[Any, ...]:
         """spec.nodeSelector and spec.affinity.nodeAffinity (upstream NodeSelectorSignerName and
         NodeAffinitySignerName; the raw terms, so differently ordered equal terms merely miss)."""
-        return (tuple(sorted(pod.node_selector.items())), repr(_node_affinity(pod.affinity)))
+        return (tuple(sorted(pod.node_selector.items())), repr(pod_node_affinity(pod.affinity)))
 
     # ---------------------------------------------------------------- filter
 
@@ -296,7 +240,7 @@ class NodeAffinity(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
         """Compile the pod's requirements; Skip when nothing constrains it; narrow to pinned node names."""
-        node_affinity = _node_affinity(pod.affinity)
+        node_affinity = pod_node_affinity(pod.affinity)
         required = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
         if required is None and self._added_match is None and not pod.node_selector:
             return None, SKIP
@@ -347,7 +291,7 @@ class NodeAffinity(
     # ---------------------------------------------------------------- score
 
     def _pod_preferred(self, pod: PodInfo) -> tuple[PreferredTerms | None, str | None]:
-        node_affinity = _node_affinity(pod.affinity)
+        node_affinity = pod_node_affinity(pod.affinity)
         raw = node_affinity.get(PREFERRED_KEY) if node_affinity is not None else None
         if not raw:
             return None, None
@@ -411,7 +355,7 @@ class NodeAffinity(
             return []
         labels = record.labels
         failing_keys = [(k, v) for k, v in sorted(pod.node_selector.items()) if labels.get(k) != v]
-        node_affinity = _node_affinity(pod.affinity)
+        node_affinity = pod_node_affinity(pod.affinity)
         required = node_affinity.get(REQUIRED_KEY) if node_affinity is not None else None
         terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
         terms = terms if isinstance(terms, list) else []

@@ -15,25 +15,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from scheduler import caching
-from scheduler.config.decode import child
+from scheduler.config.decode import ARGS_ENVELOPE_FIELDS, FieldErrors, as_mapping, check_fields, check_kind, child
+from scheduler.config.plugin_args import DEFAULT_RESOURCES, ResourceSpec, decode_resources
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreScorePlugin, ScorePlugin, SignPlugin
 from scheduler.framework.status import SKIP, Status
 from scheduler.framework.types import NodeInfo, PodInfo, memo_lookup, requests_fragment
-from scheduler.plugins.node_resources_fit import (
-    ARGS_ENVELOPE_FIELDS,
-    DEFAULT_RESOURCES,
-    KIND_CPU,
-    KIND_MEMORY,
-    FieldErrors,
-    ResourceSpec,
-    ScoredResource,
-    as_mapping,
-    check_fields,
-    check_kind,
-    decode_resources,
-    node_amounts,
-    score_plan,
-)
+from scheduler.plugins.resource_allocation import KIND_CPU, KIND_MEMORY, ScoredResource, node_amounts, score_plan
 
 NAME: Final = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME

@@ -1,12 +1,13 @@
 """NodeResourcesFit: reject nodes without room for the pod's requests, and score by allocation.
 
 Mirrors upstream `plugins/noderesources/fit.go` plus the scoring strategies in `least_allocated.go`,
-`most_allocated.go`, `requested_to_capacity_ratio.go` and `resource_allocation.go` (v1.37), including
-their integer arithmetic, so filter reasons and scores match kube-scheduler exactly.
+`most_allocated.go` and `requested_to_capacity_ratio.go` (v1.37), including their integer arithmetic, so
+filter reasons and scores match kube-scheduler exactly. What the scoring shares with
+NodeResourcesBalancedAllocation (`resource_allocation.go`) is in resource_allocation.py, the shape function
+it shares with VolumeBinding (helper's `BuildBrokenLinearFunction`) in shape_score.py.
 
-This module also holds the `NodeResourcesFitArgs` decoding/validation and the small field-error formatter
-(`FieldErrors`) that reproduces apimachinery's `field.Error` text; NodeResourcesBalancedAllocation reuses
-both.
+Its args (`NodeResourcesFitArgs`) are decoded and validated here, with the strict-decoding helpers and the
+shared args types of `scheduler.config` (decode.py, plugin_args.py).
 """
 
 from __future__ import annotations
@@ -14,11 +15,29 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, NoReturn
+from typing import Any, ClassVar, Final
 
 from scheduler import caching
-from scheduler.config.decode import child, json_quote, json_type
-from scheduler.config.errors import ConfigError
+from scheduler.config.decode import (
+    ARGS_ENVELOPE_FIELDS,
+    FieldErrors,
+    as_int,
+    as_list,
+    as_mapping,
+    as_str,
+    check_fields,
+    check_kind,
+    child,
+)
+from scheduler.config.plugin_args import (
+    DEFAULT_RESOURCES,
+    MAX_UTILIZATION,
+    ResourceSpec,
+    UtilizationShapePoint,
+    decode_resources,
+    validate_function_shape,
+    validate_resources,
+)
 from scheduler.dra.deviceclass import ExtendedResourceClasses, is_dra_extended_resource_name
 from scheduler.framework.interface import (
     ASSIGNED_POD,
@@ -49,10 +68,17 @@ from scheduler.framework.types import (
     MEMORY,
     NodeInfo,
     PodInfo,
-    is_scalar_resource_name,
     memo_lookup,
     requests_fragment,
 )
+from scheduler.plugins.resource_allocation import (
+    KIND_CPU,
+    KIND_MEMORY,
+    ScoredResource,
+    node_amounts,
+    score_plan,
+)
+from scheduler.plugins.shape_score import broken_linear
 
 NAME: Final = "NodeResourcesFit"
 
@@ -71,104 +97,6 @@ MOST_ALLOCATED: Final = "MostAllocated"
 REQUESTED_TO_CAPACITY_RATIO: Final = "RequestedToCapacityRatio"
 SUPPORTED_STRATEGIES: Final = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 
-# config.MaxCustomPriorityScore: shape scores are 0..10 and scaled to 0..100.
-MAX_CUSTOM_PRIORITY_SCORE: Final = 10
-MAX_UTILIZATION: Final = 100
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Field errors, formatted like k8s.io/apimachinery/pkg/util/validation/field
-
-
-def go_value(value: Any) -> str:
-    """Render a bad value the way field.Error.ErrorBody does (%v for numbers, %q for strings)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return repr(value)
-
-
-class FieldErrors:
-    """Collects validation errors and raises them as one ConfigError, like field.ErrorList.ToAggregate."""
-
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-
-    def _add(self, msg: str) -> None:
-        if msg not in self.messages:  # ToAggregate drops duplicate messages
-            self.messages.append(msg)
-
-    def invalid(self, path: str, value: Any, detail: str) -> None:
-        self._add(f"{path}: Invalid value: {go_value(value)}: {detail}")
-
-    def required(self, path: str, detail: str) -> None:
-        self._add(f"{path}: Required value: {detail}")
-
-    def forbidden(self, path: str, detail: str) -> None:
-        self._add(f"{path}: Forbidden: {detail}")
-
-    def duplicate(self, path: str, value: Any) -> None:
-        self._add(f"{path}: Duplicate value: {go_value(value)}")
-
-    def not_supported(self, path: str, value: Any, supported: Sequence[str]) -> None:
-        values = ", ".join(go_value(v) for v in sorted(supported))
-        self._add(f"{path}: Unsupported value: {go_value(value)}: supported values: {values}")
-
-    def raise_if_any(self) -> None:
-        """Raise the aggregate: one message as is, several as "[a, b]" (utilerrors.aggregate.Error)."""
-        if not self.messages:
-            return
-        if len(self.messages) == 1:
-            raise ConfigError(self.messages[0])
-        raise ConfigError("[" + ", ".join(self.messages) + "]")
-
-
-def decode_error(path: str, detail: str) -> NoReturn:
-    """A decoding (not validation) failure: upstream aborts before validating anything."""
-    raise ConfigError(f"{path}: {detail}" if path else detail)
-
-
-def check_fields(raw: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
-    """Strict decoding: any key outside `allowed` is an error naming where it sits."""
-    for key in raw:
-        if key not in allowed:
-            decode_error(path, f"unknown field {json_quote(key)}")
-
-
-def as_mapping(value: Any, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        decode_error(path, f"must be a mapping, got {json_type(value)}")
-    return value
-
-
-def as_list(value: Any, path: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list | tuple):
-        decode_error(path, f"must be a list, got {json_type(value)}")
-    return list(value)
-
-
-def as_int(value: Any, path: str, bits: int = 64) -> int:
-    """An integer field (Go int32/int64): other types and out-of-range values are decoding errors."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int):
-        decode_error(path, f"must be an integer, got {json_type(value)} {json_quote(value)}")
-    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
-        decode_error(path, f"out of range, got {value}")
-    return value
-
-
-def as_str(value: Any, path: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        decode_error(path, f"must be a string, got {json_type(value)} {json_quote(value)}")
-    return value
 
 
 def is_extended_resource_name(name: str) -> bool:
@@ -180,25 +108,6 @@ def is_extended_resource_name(name: str) -> bool:
 
 # ---------------------------------------------------------------------------------------------------------
 # Args
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceSpec:
-    """A resource a score considers and its weight (config.ResourceSpec)."""
-
-    name: str
-    weight: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class UtilizationShapePoint:
-    """One point of the RequestedToCapacityRatio shape: utilization 0..100 maps to score 0..10."""
-
-    utilization: int
-    score: int
-
-
-DEFAULT_RESOURCES: Final = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,64 +128,12 @@ class Args:
     scoring_strategy: ScoringStrategy = ScoringStrategy()
 
 
-ARGS_ENVELOPE_FIELDS: Final = frozenset({"apiVersion", "kind"})
 _FIT_FIELDS: Final = (
     frozenset({"ignoredResources", "ignoredResourceGroups", "scoringStrategy"}) | ARGS_ENVELOPE_FIELDS
 )
 _STRATEGY_FIELDS: Final = frozenset({"type", "resources", "requestedToCapacityRatio"})
-_RESOURCE_FIELDS: Final = frozenset({"name", "weight"})
 _RTC_FIELDS: Final = frozenset({"shape"})
 _SHAPE_FIELDS: Final = frozenset({"utilization", "score"})
-
-
-def check_kind(raw: Mapping[str, Any], kind: str, path: str) -> None:
-    """Args may carry apiVersion/kind; a different kind is the wrong args type for this plugin."""
-    got = raw.get("kind")
-    if got not in (None, "", kind):
-        decode_error(child(path, "kind"), f"want args to be of type {kind}, got {json_quote(got)}")
-
-
-def decode_resources(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
-    """Decode a []ResourceSpec, applying the v1 default "weight 0 (or unset) means 1"."""
-    out = []
-    for i, item in enumerate(as_list(raw, path)):
-        where = f"{path}[{i}]"
-        entry = as_mapping(item, where)
-        check_fields(entry, _RESOURCE_FIELDS, where)
-        weight = as_int(entry.get("weight"), child(where, "weight"))
-        out.append(ResourceSpec(as_str(entry.get("name"), child(where, "name")), weight or 1))
-    return tuple(out)
-
-
-def validate_resources(resources: Sequence[ResourceSpec], path: str, errs: FieldErrors) -> None:
-    """validateResources: every weight in (0, 100]."""
-    for i, res in enumerate(resources):
-        if res.weight <= 0 or res.weight > 100:
-            errs.invalid(
-                f"{path}[{i}].weight",
-                res.weight,
-                f"resource weight of {res.name} not in valid range (0, 100]",
-            )
-
-
-def validate_function_shape(shape: Sequence[UtilizationShapePoint], path: str, errs: FieldErrors) -> None:
-    """validateFunctionShape: non-empty, utilization strictly increasing in [0, 100], score in [0, 10]."""
-    if not shape:
-        errs.required(path, "at least one point must be specified")
-        return
-    for i in range(1, len(shape)):
-        if shape[i - 1].utilization >= shape[i].utilization:
-            errs.invalid(
-                f"{path}[{i}].utilization", shape[i].utilization, "values must be sorted in increasing order"
-            )
-            break
-    for i, point in enumerate(shape):
-        if not 0 <= point.utilization <= MAX_UTILIZATION:
-            errs.invalid(f"{path}[{i}].utilization", point.utilization, "not in valid range [0, 100]")
-        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
-            errs.invalid(
-                f"{path}[{i}].score", point.score, f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
-            )
 
 
 def _decode_strategy(raw: Any, path: str) -> ScoringStrategy:
@@ -351,108 +208,7 @@ def parse_args(raw: Mapping[str, Any] | None, *, path: str = "") -> Args:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Scoring arithmetic shared with NodeResourcesBalancedAllocation
-
-# How a scored resource is read from a node: allocatable and already-requested amounts.
-KIND_CPU: Final = 0
-KIND_MEMORY: Final = 1
-KIND_EPHEMERAL: Final = 2
-KIND_SCALAR: Final = 3
-
-
-@dataclass(frozen=True, slots=True)
-class ScoredResource:
-    """One configured resource with the incoming pod's request for it, resolved once per cycle."""
-
-    kind: int
-    name: str
-    pod_request: int
-    weight: int
-
-
-def resource_kind(name: str) -> int:
-    if name == CPU:
-        return KIND_CPU
-    if name == MEMORY:
-        return KIND_MEMORY
-    if name == EPHEMERAL_STORAGE:
-        return KIND_EPHEMERAL
-    return KIND_SCALAR
-
-
-def pod_resource_request(pod: PodInfo, name: str, use_requested: bool, pod_level: bool = True) -> int:
-    """calculatePodResourceRequest: cpu/memory use the non-zero defaults unless `use_requested`; without
-    `pod_level` the pod-level requests are skipped (NodeResourcesFit's scorer, see PodInfo.container_requests)."""
-    requests, nz_cpu, nz_mem = pod.requests, pod.non_zero_cpu, pod.non_zero_memory
-    if not pod_level and pod.container_requests is not None:
-        requests, nz_cpu, nz_mem = pod.container_requests
-    if name == CPU:
-        return requests.milli_cpu if use_requested else nz_cpu
-    if name == MEMORY:
-        return requests.memory if use_requested else nz_mem
-    if name == EPHEMERAL_STORAGE:
-        return requests.ephemeral_storage
-    return requests.scalar.get(name, 0)
-
-
-def score_plan(
-    pod: PodInfo, resources: Sequence[ResourceSpec], use_requested: bool, pod_level: bool = True
-) -> list[ScoredResource | None]:
-    """Per configured resource, the pod's request; None where upstream skips it for every node.
-
-    A scalar resource the pod does not request is skipped (calculateNodeAllocatableRequest), so it never
-    enters the weight sum; the list stays parallel to `resources`.
-    """
-    plan: list[ScoredResource | None] = []
-    for spec in resources:
-        req = pod_resource_request(pod, spec.name, use_requested, pod_level)
-        if req == 0 and is_scalar_resource_name(spec.name):
-            plan.append(None)
-        else:
-            plan.append(ScoredResource(resource_kind(spec.name), spec.name, req, spec.weight))
-    return plan
-
-
-def node_amounts(res: ScoredResource, node: NodeInfo, use_requested: bool) -> tuple[int, int]:
-    """(allocatable, already requested) of one resource on a node (calculateResourceAllocatableRequest).
-
-    Fit scoring reads cpu/memory from the non-zero sums; ephemeral storage and scalars always use the
-    real requests. A scalar the node does not advertise reads as (0, 0).
-    """
-    alloc = node.allocatable
-    kind = res.kind
-    if kind == KIND_CPU:
-        return alloc.milli_cpu, node.requested.milli_cpu if use_requested else node.non_zero_cpu
-    if kind == KIND_MEMORY:
-        return alloc.memory, node.requested.memory if use_requested else node.non_zero_memory
-    if kind == KIND_EPHEMERAL:
-        return alloc.ephemeral_storage, node.requested.ephemeral_storage
-    if res.name in alloc.scalar:
-        return alloc.scalar[res.name], node.requested.scalar.get(res.name, 0)
-    return 0, 0
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's int64 division, which truncates toward zero (Python's // floors)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def broken_linear(shape: Sequence[UtilizationShapePoint]) -> list[int]:
-    """helper.BuildBrokenLinearFunction over the scaled shape, tabulated for utilization 0..100."""
-    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    points = [(p.utilization, p.score * scale) for p in shape]
-
-    def f(p: int) -> int:
-        for i, (u, s) in enumerate(points):
-            if p <= u:
-                if i == 0:
-                    return points[0][1]
-                u0, s0 = points[i - 1]
-                return s0 + go_div((s - s0) * (p - u0), u - u0)
-        return points[-1][1]
-
-    return [f(p) for p in range(MAX_UTILIZATION + 1)]
+# The scoring strategies (least_allocated.go, most_allocated.go, requested_to_capacity_ratio.go)
 
 
 def least_requested_score(requested: int, capacity: int) -> int:

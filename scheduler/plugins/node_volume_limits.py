@@ -43,8 +43,8 @@ from scheduler.framework.objects import (
 )
 from scheduler.framework.status import SKIP, Code, Status, error_status, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins import csi_translation as csi
-from scheduler.plugins.storage import claim_class, pod_claim_volumes, spec, volume_is_for_pod
+from scheduler.storage import csi_translation as csi
+from scheduler.storage.volume import claim_class, pod_claim_volumes, spec, volume_is_for_pod
 
 NAME: Final = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: Final = "node(s) exceed max volume count"

@@ -26,7 +26,15 @@ from scheduler.framework.interface import (
     SignPlugin,
 )
 from scheduler.framework.status import Status, unresolvable
-from scheduler.framework.types import NodeInfo, PodInfo, Taint, Toleration, tolerations_tolerate
+from scheduler.framework.types import (
+    DO_NOT_SCHEDULE_EFFECTS,
+    NodeInfo,
+    PodInfo,
+    Taint,
+    Toleration,
+    find_untolerated_taint,
+    tolerations_tolerate,
+)
 from scheduler.plugins.normalize import default_normalize_score
 
 NAME = "TaintToleration"
@@ -35,25 +43,9 @@ PRE_SCORE_STATE_KEY = "PreScore" + NAME
 # v1.35+ (PR #134740, cherry-picked to 1.34): the offending taint is only logged, not shown to users.
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
-EFFECT_NO_SCHEDULE = "NoSchedule"
 EFFECT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
-EFFECT_NO_EXECUTE = "NoExecute"
-_DO_NOT_SCHEDULE = frozenset({EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE})
 
 _REJECT = unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)
-
-
-def find_untolerated_taint(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
-    """The first NoSchedule/NoExecute taint, in node order, that no toleration tolerates (None if all are)."""
-    for taint in taints:
-        if taint.effect not in _DO_NOT_SCHEDULE:
-            continue
-        for toleration in tolerations:
-            if toleration.tolerates(taint):
-                break
-        else:
-            return taint
-    return None
 
 
 def prefer_no_schedule_tolerations(tolerations: Iterable[Toleration]) -> tuple[Toleration, ...]:
@@ -158,7 +150,9 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
         if record is None:
             return []
         untolerated = [
-            t for t in record.taints if t.effect in _DO_NOT_SCHEDULE and not tolerations_tolerate(pod.tolerations, t)
+            t
+            for t in record.taints
+            if t.effect in DO_NOT_SCHEDULE_EFFECTS and not tolerations_tolerate(pod.tolerations, t)
         ]
         out = []
         for taint in untolerated:

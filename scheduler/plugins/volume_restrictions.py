@@ -33,7 +33,7 @@ from scheduler.framework.interface import (
 from scheduler.framework.objects import PERSISTENT_VOLUME_CLAIM
 from scheduler.framework.status import SKIP, Status, error_status, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins.storage import READ_WRITE_ONCE_POD, access_modes
+from scheduler.storage.volume import READ_WRITE_ONCE_POD, access_modes
 
 NAME: Final = "VolumeRestrictions"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME

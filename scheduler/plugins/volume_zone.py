@@ -32,8 +32,8 @@ from scheduler.framework.objects import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLA
 from scheduler.framework.status import SKIP, Status, unresolvable
 from scheduler.framework.types import REGION_LABEL, REGION_LABEL_BETA, ZONE_LABEL, ZONE_LABEL_BETA, NodeInfo, PodInfo
 from scheduler.framework.yaml_flow import flow, scalar
-from scheduler.plugins.csi_translation import LABEL_MULTI_ZONE_DELIMITER
-from scheduler.plugins.storage import WAIT_FOR_FIRST_CONSUMER, claim_class, labels_of, spec
+from scheduler.storage.csi_translation import LABEL_MULTI_ZONE_DELIMITER
+from scheduler.storage.volume import WAIT_FOR_FIRST_CONSUMER, claim_class, labels_of, spec
 
 NAME: Final = "VolumeZone"
 PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME

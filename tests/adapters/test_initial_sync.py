@@ -132,11 +132,11 @@ async def test_events_during_the_list_are_settled_like_the_overlay() -> None:
     newer_c = _pod("c", "n0", 120, cpu="700m")  # newer than the LIST: arrives before page 1 is applied
     stale_b = _pod("b", "n0", 5, cpu="900m")  # older than what page 0 showed: a lagging watch
     gone = _pod("a2", "n0", 130)
-    api.during[1] = lambda: watcher._dispatch("pods", "MODIFIED", newer_c)
+    api.during[1] = lambda: watcher.dispatch("pods", "MODIFIED", newer_c)
 
     def page_two() -> None:
-        watcher._dispatch("pods", "MODIFIED", stale_b)
-        watcher._dispatch("pods", "DELETED", gone)
+        watcher.dispatch("pods", "MODIFIED", stale_b)
+        watcher.dispatch("pods", "DELETED", gone)
 
     api.during[2] = page_two
     try:

@@ -1,9 +1,9 @@
 """Watch reconnects (fault run defect 1) and the LIST overlay, without an API server.
 
 A cut after a stream that delivered events reconnects at once, as client-go's reflector does; only attempts
-that deliver nothing back off (0.5 s doubling to 10 s). The streams here are scripted: a fake `_open` for the
-pod watch and a fake `open_watch` for the object informers; the sleeps between attempts are recorded
-instead of slept. tests/e2e/test_watch_faults.py cuts real connections through a TCP proxy.
+that deliver nothing back off (0.5 s doubling to 10 s). The pod watch and the object informers share that
+loop (reflector.py): the streams here are scripted by a fake `open_watch`, and the sleeps between attempts
+are recorded instead of slept. tests/e2e/test_watch_faults.py cuts real connections through a TCP proxy.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 from kubernetes_asyncio.client import Configuration
 
-from scheduler.adapters.cluster import informers, pod_watch
+from scheduler.adapters.cluster import reflector
 from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.informers import ObjectInformer
 from scheduler.adapters.cluster.pod_watch import PodWatch
@@ -69,8 +69,7 @@ def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
         delays.append(seconds)
         return stop.is_set()
 
-    monkeypatch.setattr(pod_watch, "wait_or_stop", record)
-    monkeypatch.setattr(informers, "wait_or_stop", record)
+    monkeypatch.setattr(reflector, "wait_or_stop", record)
     return delays
 
 
@@ -122,7 +121,11 @@ SCRIPTS = [
 
 @pytest.mark.parametrize(("script", "delays"), SCRIPTS)
 async def test_pod_watch_reconnects_at_once_after_a_healthy_stream(
-    client: KubeClient, slept: list[float], script: list[Step], delays: list[float]
+    client: KubeClient,
+    slept: list[float],
+    script: list[Step],
+    delays: list[float],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The pod watch waits only after attempts that delivered nothing; every event reaches the cache."""
     scheduler = build_scheduler(ClusterWriter(client), default_config())
@@ -132,7 +135,7 @@ async def test_pod_watch_reconnects_at_once_after_a_healthy_stream(
     watch.resource_version = "1"
     stop = asyncio.Event()
     streams = _scripted(script, stop)
-    watch._open = lambda: next(streams)  # type: ignore[method-assign,arg-type]
+    monkeypatch.setattr(reflector, "open_watch", lambda *a, **k: next(streams))
     await asyncio.wait_for(watch.run(stop), 10)
     assert slept == delays
     assert watch.backoffs == len(delays)
@@ -160,7 +163,7 @@ async def test_informer_reconnects_at_once_after_a_healthy_stream(
         ],
         stop,
     )
-    monkeypatch.setattr(informers, "open_watch", lambda *a, **k: next(streams))
+    monkeypatch.setattr(reflector, "open_watch", lambda *a, **k: next(streams))
     await asyncio.wait_for(informer.run(stop), 10)
     assert slept == delays
     assert informer.backoffs == len(delays)

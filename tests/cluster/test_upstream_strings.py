@@ -26,11 +26,11 @@ from scheduler.plugins import (
     node_unschedulable,
     node_volume_limits,
     taint_toleration,
-    volume_binder,
-    volume_binding,
     volume_restrictions,
     volume_zone,
 )
+from scheduler.plugins.volume_binding import binder as volume_binder
+from scheduler.plugins.volume_binding import plugin as volume_binding
 from tests.cluster.harness import pinned_release
 
 PLUGINS = "pkg/scheduler/framework/plugins"

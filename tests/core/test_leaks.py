@@ -157,7 +157,7 @@ async def test_pods_gone_during_a_watch_gap_are_forgotten_by_resync() -> None:
     await env.settle()
     assert state_sizes(env) != baseline
     env.cluster.pods.clear()  # gone from the API; the watch never said so
-    env.scheduler.resync([node], [])
+    env.scheduler.events.resync([node], [])
     await env.settle()
     assert state_sizes(env) == baseline
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.adapters.memory import MemoryCluster
+from scheduler.core.event_handlers import MODIFIED
 from scheduler.core.explain import explain_pod, render_text
-from scheduler.core.scheduler import MODIFIED
 from scheduler.framework.types import PodInfo
 from scheduler.testing import PodBuilder, SchedulerHarness, make_node, make_pod
 
@@ -31,7 +31,7 @@ class SlowKubelets(MemoryCluster):
             return await super().delete_preempted_pod(victim)
         obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         if self.scheduler is not None:
-            self.scheduler.on_pod_event(MODIFIED, obj)
+            self.scheduler.events.on_pod_event(MODIFIED, obj)
         return True
 
     def finish(self) -> None:

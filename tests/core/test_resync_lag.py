@@ -54,14 +54,14 @@ async def test_differences_the_watch_delivers_within_the_grace_are_lag() -> None
     del env.cluster.pods["gone"]
     env.cluster.pods["late"] = late_pod
     env.cluster.nodes["n2"] = late_node
-    suspects = env.scheduler.resync_suspects(*listed(env))
+    suspects = env.scheduler.events.resync_suspects(*listed(env))
     assert set(suspects.pods) == {"gone", "late"} and set(suspects.nodes) == {"n2"}
     assert env.scheduler.cache.get_pod("gone") is not None, "nothing is applied before the grace ends"
     # The watch catches up.
-    env.scheduler.on_pod_event("DELETED", gone)
-    env.scheduler.on_pod_event("ADDED", late_pod)
-    env.scheduler.on_node_event("ADDED", late_node)
-    assert env.scheduler.settle(suspects, _nothing_deleted) == {}
+    env.scheduler.events.on_pod_event("DELETED", gone)
+    env.scheduler.events.on_pod_event("ADDED", late_pod)
+    env.scheduler.events.on_node_event("ADDED", late_node)
+    assert env.scheduler.events.settle(suspects, _nothing_deleted) == {}
     assert drift.drift == {}
 
 
@@ -78,8 +78,8 @@ async def test_differences_the_watch_never_delivers_are_drift() -> None:
     env.cluster.apply_pod(waiting)
     await env.settle()
     assert env.cluster.node_of("waiting") is None, "n1 looks full while the cache holds the deleted pod"
-    suspects = env.scheduler.resync_suspects(*listed(env))
-    repaired = env.scheduler.settle(suspects, _nothing_deleted)
+    suspects = env.scheduler.events.resync_suspects(*listed(env))
+    repaired = env.scheduler.events.settle(suspects, _nothing_deleted)
     assert repaired == {"extra_pods": 1, "missing_pods": 1, "missing_nodes": 1}
     assert drift.drift == repaired
     assert env.scheduler.cache.get_pod("gone") is None and env.scheduler.cache.get_node("n2") is not None
@@ -93,11 +93,11 @@ async def test_a_deletion_seen_during_the_grace_is_not_undone() -> None:
     env.cluster.apply_node(make_node("n1").obj())
     fresh = make_pod("fresh").uid("fresh").node("n1").obj()
     env.cluster.pods["fresh"] = fresh  # created; the watch is late
-    suspects = env.scheduler.resync_suspects(*listed(env))
+    suspects = env.scheduler.events.resync_suspects(*listed(env))
     assert "fresh" in suspects.pods
     env.cluster.pods.clear()  # then deleted; the watch delivers only the deletion
-    env.scheduler.on_pod_event("DELETED", fresh)
-    assert env.scheduler.settle(suspects, lambda resource, key: (resource, key) == ("pods", "fresh")) == {}
+    env.scheduler.events.on_pod_event("DELETED", fresh)
+    assert env.scheduler.events.settle(suspects, lambda resource, key: (resource, key) == ("pods", "fresh")) == {}
     assert env.scheduler.cache.get_pod("fresh") is None
 
 
@@ -110,8 +110,8 @@ async def test_pending_pod_bound_by_another_scheduler_during_a_watch_gap() -> No
     await env.settle()
     assert "p" in env.scheduler.pending
     env.cluster.pods["p"] = make_pod("p").uid("p").req(cpu="4").node("n1").obj()  # bound by someone; event lost
-    suspects = env.scheduler.resync_suspects(*listed(env))
-    repaired = env.scheduler.settle(suspects, _nothing_deleted)
+    suspects = env.scheduler.events.resync_suspects(*listed(env))
+    repaired = env.scheduler.events.settle(suspects, _nothing_deleted)
     assert repaired == {"missing_pods": 1}
     assert "p" not in env.scheduler.pending and "p" not in env.scheduler.queue
     held = env.scheduler.cache.get_pod("p")
@@ -129,9 +129,9 @@ async def test_own_binding_in_flight_is_neither_drift_nor_forgotten(lag_aware: b
     env.scheduler.cache.assume_pod(pod, "n1")
     listed = make_pod("p").uid("p").node("n1").obj()
     if lag_aware:
-        assert len(env.scheduler.resync_suspects([node], [listed])) == 0
+        assert len(env.scheduler.events.resync_suspects([node], [listed])) == 0
     else:
-        assert not any(env.scheduler.resync([node], [listed]).values())
+        assert not any(env.scheduler.events.resync([node], [listed]).values())
     held = env.scheduler.cache.get_pod("p")
     assert not env.scheduler.cache.is_assumed("p") and held is not None and held.node_name == "n1"
     assert "p" in env.scheduler.pending, "the binding cycle, not the resync, finishes its own pod"
@@ -144,8 +144,8 @@ async def test_an_older_unbound_version_never_requeues_a_bound_pod() -> None:
     env.cluster.apply_node(make_node("n1").obj())
     unbound = make_pod("p").uid("p").obj()
     bound = make_pod("p").uid("p").node("n1").obj()
-    env.scheduler.on_pod_event("MODIFIED", bound)
-    env.scheduler.on_pod_event("MODIFIED", unbound)
+    env.scheduler.events.on_pod_event("MODIFIED", bound)
+    env.scheduler.events.on_pod_event("MODIFIED", unbound)
     assert "p" not in env.scheduler.pending and "p" not in env.scheduler.queue
     held = env.scheduler.cache.get_pod("p")
     assert held is not None and held.node_name == "n1"
@@ -161,10 +161,10 @@ async def test_a_pod_created_and_bound_while_the_list_was_in_flight_is_no_suspec
     env.cluster.apply_pod(make_pod("p").uid("p").req(cpu="600m").obj())
     await env.settle()
     assert env.cluster.bindings == [("default/p", "n1")]
-    assert len(env.scheduler.resync_suspects([node], [])) == 1  # what the old code saw
-    suspects = env.scheduler.resync_suspects([node], [], lambda resource, key: (resource, key) == ("pods", "p"))
+    assert len(env.scheduler.events.resync_suspects([node], [])) == 1  # what the old code saw
+    suspects = env.scheduler.events.resync_suspects([node], [], lambda resource, key: (resource, key) == ("pods", "p"))
     assert len(suspects) == 0
-    assert env.scheduler.settle(suspects, _nothing_deleted) == {}
+    assert env.scheduler.events.settle(suspects, _nothing_deleted) == {}
     held = env.scheduler.cache.get_pod("p")
     assert held is not None and held.node_name == "n1"
     env.cluster.apply_pod(make_pod("q").uid("q").req(cpu="600m").obj())
@@ -181,5 +181,5 @@ async def test_a_stale_list_never_requeues_a_pod_the_cache_holds() -> None:
     stale = make_pod("p").uid("p").obj()
     env.cluster.apply_pod(stale)
     await env.settle()
-    assert len(env.scheduler.resync_suspects([node], [stale])) == 0
+    assert len(env.scheduler.events.resync_suspects([node], [stale])) == 0
     assert "p" not in env.scheduler.pending and "p" not in env.scheduler.queue

@@ -244,7 +244,7 @@ async def test_resync_removes_vanished_pod_and_frees_capacity() -> None:
     await env.settle()
     assert env.node_of(obj) is None
     del env.cluster.pods[_uid(hog)]  # deleted during a watch gap: no DELETED event
-    repaired = env.scheduler.resync([node], list(env.cluster.pods.values()))
+    repaired = env.scheduler.events.resync([node], list(env.cluster.pods.values()))
     assert repaired.get("extra_pods") == 1
     assert env.scheduler.cache.get_pod(_uid(hog)) is None
     await env.settle()
@@ -257,7 +257,7 @@ async def test_resync_removes_vanished_node() -> None:
     keep, gone = make_node("keep").obj(), make_node("gone").obj()
     env.cluster.apply_node(keep)
     env.cluster.apply_node(gone)
-    repaired = env.scheduler.resync([keep], [])
+    repaired = env.scheduler.events.resync([keep], [])
     assert repaired.get("extra_nodes") == 1
     assert env.scheduler.cache.get_node("gone") is None
     pods = [env.add_pod(make_pod(f"p{i}")) for i in range(4)]
@@ -410,7 +410,7 @@ async def test_lost_bind_reply_is_recorded_as_bound_where_the_api_says() -> None
         ("Scheduled", f"Successfully assigned default/p to {first}"),
     ]
     assert uid not in env.scheduler.queue and uid not in env.scheduler.pending
-    env.scheduler.on_pod_event("MODIFIED", env.cluster.pods[uid])  # the watch catches up: confirmed in place
+    env.scheduler.events.on_pod_event("MODIFIED", env.cluster.pods[uid])  # the watch catches up: confirmed in place
     assert not env.scheduler.cache.is_assumed(uid)
     held = env.scheduler.cache.get_pod(uid)
     assert held is not None and held.node_name == first
@@ -428,7 +428,7 @@ async def test_lost_bind_reply_seen_first_by_the_watch_is_reported_as_ours() -> 
     uid = _uid(obj)
     await env.settle(advance_clock=False)
     assert cluster.attempted == ["a"] and uid in env.scheduler.unconfirmed_binds
-    env.scheduler.on_pod_event("MODIFIED", env.cluster.pods[uid])  # the watch: bound on "a"
+    env.scheduler.events.on_pod_event("MODIFIED", env.cluster.pods[uid])  # the watch: bound on "a"
     await env.settle()
     assert cluster.attempted == ["a"], "nothing left to bind"
     assert env.scheduler.bound_count == 1
@@ -454,7 +454,7 @@ async def test_a_pod_bound_elsewhere_after_an_unanswered_bind_is_not_reported() 
     [chosen] = cluster.attempted
     other = "b" if chosen == "a" else "a"
     env.cluster.pods[uid]["spec"]["nodeName"] = other
-    env.scheduler.on_pod_event("MODIFIED", env.cluster.pods[uid])
+    env.scheduler.events.on_pod_event("MODIFIED", env.cluster.pods[uid])
     await env.settle()
     assert env.scheduler.bound_count == 0
     assert [e.reason for e in env.events_of(obj)] == ["FailedScheduling"]
@@ -469,7 +469,7 @@ class LandsThenNoAnswerCluster(MemoryCluster):
         obj["spec"]["nodeName"] = node_name
         self.bindings.append((pod.key, node_name))
         if self.scheduler is not None:
-            self.scheduler.on_pod_event("MODIFIED", obj)
+            self.scheduler.events.on_pod_event("MODIFIED", obj)
         raise BindOutcomeUnknownError("connection reset by peer")
 
 
@@ -506,11 +506,11 @@ def test_a_node_event_of_the_version_the_cache_holds_changes_nothing(
     sched = build_scheduler(MemoryCluster(), clock=FakeClock(), seed=1)
     node = make_node("n1").labels(group="a").obj()
     node["metadata"]["resourceVersion"] = "7"
-    sched.on_node_event(None, node)
+    sched.events.on_node_event(None, node)
     before = sched.cache.generation
     again = make_node("n1").labels(group=label).obj()
     again["metadata"]["resourceVersion"] = version
-    sched.on_node_event(kind, again)
+    sched.events.on_node_event(kind, again)
     assert (sched.cache.generation != before) is touched
     held = sched.cache.get_node("n1")
     assert held is not None and held.node is not None and held.node.labels["group"] == label

@@ -19,8 +19,9 @@ import pytest
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.core.api import BindOutcomeUnknownError
 from scheduler.core.clock import FakeClock
+from scheduler.core.event_handlers import MODIFIED
 from scheduler.core.profile import build_scheduler
-from scheduler.core.scheduler import MODIFIED, Scheduler
+from scheduler.core.scheduler import Scheduler
 from scheduler.framework.types import PodInfo
 from scheduler.testing import make_node, make_pod
 
@@ -61,7 +62,7 @@ class StormCluster(MemoryCluster):
         """The watch delivers the bindings it held back."""
         assert self.scheduler is not None
         for obj in self.lagging:
-            self.scheduler.on_pod_event(MODIFIED, obj)
+            self.scheduler.events.on_pod_event(MODIFIED, obj)
         self.lagging.clear()
 
 
@@ -204,7 +205,7 @@ async def test_the_watch_resolves_an_unanswered_bind_before_any_read(
     obj = storm.cluster.pods["p"]
     obj["spec"]["nodeName"] = watch_node
     storm.cluster.lagging.clear()
-    storm.scheduler.on_pod_event(MODIFIED, obj)
+    storm.scheduler.events.on_pod_event(MODIFIED, obj)
     await until(lambda: "p" not in storm.scheduler.resolving, "the watch to resolve p's binding")
     await storm.scheduler.drain()
     assert storm.scheduler.bound_count == bound and storm.notes("p") == events

@@ -110,7 +110,7 @@ async def test_report_is_written_once_and_state_is_cleaned_on_delete() -> None:
     obj = make_pod("p").label("gang", "a").obj()
     cluster.apply_pod(obj)
     cluster.apply_pod(obj)
-    sched.resync([], [obj])
+    sched.events.resync([], [obj])
     assert len(cluster.events) == 1 and observer.unsupported == ["gang"]
     cluster.delete_pod(obj["metadata"]["uid"])
     assert sched.unsupported == {} and sched.last_failure == {}

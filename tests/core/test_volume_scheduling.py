@@ -10,7 +10,7 @@ from typing import Any
 
 from scheduler.core.explain import explain_pod, render_text
 from scheduler.framework.types import parse_pod
-from scheduler.plugins import storage as st
+from scheduler.storage import volume as st
 from scheduler.testing import (
     SchedulerHarness,
     csi_node,

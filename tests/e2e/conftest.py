@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import aiohttp
 import pytest
-from kubernetes_asyncio.client import ApiClient, AppsV1Api, CoreV1Api
+from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import new_client_from_config
 
@@ -140,16 +140,6 @@ async def api_client(kubeconfig: Path) -> AsyncIterator[ApiClient]:
         yield client
     finally:
         await client.close()
-
-
-@pytest.fixture
-def core_v1(api_client: ApiClient) -> CoreV1Api:
-    return CoreV1Api(api_client)
-
-
-@pytest.fixture
-def apps_v1(api_client: ApiClient) -> AppsV1Api:
-    return AppsV1Api(api_client)
 
 
 def _namespace_name(test_name: str) -> str:

@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
+from scheduler.adapters.cluster import reflector
 from scheduler.adapters.cluster.client import KubeClient
-from scheduler.adapters.cluster.pod_watch import PodWatch, ResourceExpiredError
+from scheduler.adapters.cluster.pod_watch import PodWatch
+from scheduler.adapters.cluster.streaming import ResourceExpiredError
 from scheduler.adapters.cluster.watch import ClusterWatcher
 from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core.profile import build_scheduler, default_config
@@ -80,7 +82,7 @@ async def test_pods_created_after_startup_are_scheduled_via_the_stream(
         assert pod_watch.relists == 0
 
 
-async def test_a_410_error_line_triggers_a_relist(kubeconfig: Path) -> None:
+async def test_a_410_error_line_triggers_a_relist(kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The line handling: a BOOKMARK moves the resourceVersion; an ERROR 410 line makes `run` relist."""
     client = await KubeClient.create(str(kubeconfig), qps=50, burst=100)
     try:
@@ -103,15 +105,15 @@ async def test_a_410_error_line_triggers_a_relist(kubeconfig: Path) -> None:
         opened: list[str] = []
 
         @contextlib.asynccontextmanager
-        async def fake_open() -> AsyncIterator[AsyncIterator[bytes]]:
-            opened.append(pod_watch.resource_version)
+        async def fake_open(_c: KubeClient, _p: str, rv: str, **_: object) -> AsyncIterator[AsyncIterator[bytes]]:
+            opened.append(rv)
             if len(opened) > 1:
                 stop.set()
                 yield lines()
             else:
                 yield lines(bookmark, gone)
 
-        pod_watch._open = fake_open  # type: ignore[method-assign]
+        monkeypatch.setattr(reflector, "open_watch", fake_open)
         await asyncio.wait_for(pod_watch.run(stop), 30)
         assert pod_watch.relists == 1
         assert opened == ["150", watcher.pods_resource_version], "reconnected from the relist's resourceVersion"

@@ -257,7 +257,7 @@ async def test_list_overlay_keeps_events_that_arrive_during_the_list(
 
         async def event_during_list() -> None:
             await asyncio.sleep(0)  # the LIST requests are in flight now
-            watcher._dispatch("pods", "ADDED", ghost)
+            watcher.dispatch("pods", "ADDED", ghost)
 
         drift, _ = await asyncio.gather(watcher.resync(), event_during_list())
         assert scheduler.cache.get_pod("ghost-uid") is not None, "the LIST snapshot rolled back a newer event"

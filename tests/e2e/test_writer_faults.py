@@ -138,8 +138,8 @@ async def test_a_lost_bind_reply_is_recorded_as_our_binding(
     writer = proxied.writer
     scheduler: Scheduler = build_scheduler(writer, default_config())
     for obj in node_objs.values():
-        scheduler.on_node_event(None, obj)
-    scheduler.on_pod_event(None, created)  # no watch runs: the scheduler learns nothing else
+        scheduler.events.on_node_event(None, obj)
+    scheduler.events.on_pod_event(None, created)  # no watch runs: the scheduler learns nothing else
     async with scheduling(scheduler, writer):
         proxied.proxy.lose_replies(is_binding, 1 + proxied.client.max_retries)
         await wait_for(_bound_count(scheduler, 1), what="the pod to count as bound", within=60)
@@ -288,9 +288,9 @@ async def test_pyscheduler_keeps_the_room_of_an_unanswered_bind(
     writer = proxied.writer
     scheduler: Scheduler = build_scheduler(writer, default_config())
     fault, node, p, q = await _room_fault(proxied.proxy, namespace, create_node, create_pod, "pyscheduler")
-    scheduler.on_node_event(None, node)
-    scheduler.on_pod_event(None, q)
-    scheduler.on_pod_event(None, p)
+    scheduler.events.on_node_event(None, node)
+    scheduler.events.on_pod_event(None, q)
+    scheduler.events.on_pod_event(None, p)
     async with scheduling(scheduler, writer):
 
         async def p_in_doubt() -> bool:
@@ -298,7 +298,7 @@ async def test_pyscheduler_keeps_the_room_of_an_unanswered_bind(
 
         await wait_for(p_in_doubt, what="p's binding to be in doubt (its read unanswered)", within=60)
         assert await _on(api_client, namespace, fault.node) == ["p"], "p's bind landed"
-        scheduler.on_node_event("MODIFIED", await _open(api_client, fault.node))
+        scheduler.events.on_node_event("MODIFIED", await _open(api_client, fault.node))
 
         async def q_rejected() -> str | None:
             failure = scheduler.last_failure.get(q["metadata"]["uid"])

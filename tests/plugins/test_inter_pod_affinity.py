@@ -22,20 +22,18 @@ from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, CycleS
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeRecord, PodInfo
-from scheduler.plugins.inter_pod_affinity import (
+from scheduler.plugins.inter_pod_affinity.args import Args, parse_args
+from scheduler.plugins.inter_pod_affinity.common import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
     NAME,
     PRE_FILTER_STATE_KEY,
-    Args,
-    InterPodAffinity,
-    NodeChanges,
-    PreFilterState,
-    new,
-    parse_args,
-    pod_terms,
 )
+from scheduler.plugins.inter_pod_affinity.filtering import PreFilterState
+from scheduler.plugins.inter_pod_affinity.plugin import InterPodAffinity, new
+from scheduler.plugins.inter_pod_affinity.terms import pod_terms
+from scheduler.plugins.inter_pod_affinity.topology_counts import NodeChanges
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
 from scheduler.testing import PodBuilder, StaticHandle, expr, make_namespace, make_pod
 
@@ -1727,7 +1725,7 @@ def test_property_incremental_sums_equal_recomputation(
 
 def test_aggregate_far_behind_the_change_log_is_rebuilt(monkeypatch: pytest.MonkeyPatch) -> None:
     """When the change log was trimmed past an aggregate's epoch, the aggregate is rebuilt from all nodes."""
-    import scheduler.plugins.inter_pod_affinity as ipa
+    import scheduler.plugins.inter_pod_affinity.topology_counts as ipa
 
     monkeypatch.setattr(ipa, "LOG_LIMIT", 4)
     nodes = [NodeInfo(f"n{i}", NodeRecord(f"n{i}", labels={"zone": "z"})) for i in range(3)]

@@ -18,7 +18,6 @@ from scheduler.plugins.node_affinity import (
     NAME,
     Args,
     NodeAffinity,
-    RequiredNodeAffinity,
     parse_args,
 )
 from scheduler.testing import PodBuilder, StaticHandle, expr, make_node, make_pod
@@ -177,20 +176,6 @@ def test_filter_without_pre_filter() -> None:
     assert _filter(pl, pod, _node(foo="bar"), pre_filter=False) is None
     assert _filter(pl, pod, _node(foo="baz"), pre_filter=False) is not None
 
-
-
-def test_lazy_error_reported_only_without_match() -> None:
-    """A broken term's error surfaces only when no other term matched (LazyErrorNodeSelector)."""
-    broken = make_pod().required_term([expr("num", "Gt", ["x"])])
-    required = RequiredNodeAffinity.of(broken.info())
-    matched, err = required.match(LABELED, "node1")
-    assert not matched
-    assert err == (
-        'nodeSelectorTerms[0].matchExpressions[0].values[0]: Invalid value: "x": '
-        "for 'Gt', 'Lt' operators, the value must be an integer"
-    )
-    healed = RequiredNodeAffinity.of(broken.node_affinity_in("foo", ["bar"]).info())
-    assert healed.match(LABELED, "node1") == (True, None)
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 from scheduler.config.errors import ConfigError
+from scheduler.config.plugin_args import ResourceSpec
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo, PodInfo, parse_pod
 from scheduler.plugins import node_resources_balanced_allocation as ba
 from scheduler.plugins.node_resources_balanced_allocation import Args, NodeResourcesBalancedAllocation
-from scheduler.plugins.node_resources_fit import ResourceSpec
 from scheduler.testing import PodBuilder, StaticHandle, make_node, make_pod, node_info
 
 GPU = "nvidia.com/gpu"

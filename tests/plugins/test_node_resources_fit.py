@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from scheduler.config.errors import ConfigError
+from scheduler.config.plugin_args import DEFAULT_RESOURCES, ResourceSpec, UtilizationShapePoint
 from scheduler.framework.interface import ASSIGNED_POD, NODE, ActionType, ClusterEvent, CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo, parse_pod
@@ -22,9 +23,7 @@ from scheduler.plugins.node_resources_fit import (
     REQUESTED_TO_CAPACITY_RATIO,
     Args,
     NodeResourcesFit,
-    ResourceSpec,
     ScoringStrategy,
-    UtilizationShapePoint,
 )
 from scheduler.testing import PodBuilder, StaticHandle, make_node, make_pod, node_info
 
@@ -511,7 +510,7 @@ def test_duplicate_resources_take_the_general_path() -> None:
 
 def test_default_args() -> None:
     """No args means LeastAllocated over cpu and memory with weight 1, nothing ignored."""
-    assert fit.parse_args(None) == Args((), (), ScoringStrategy(LEAST_ALLOCATED, fit.DEFAULT_RESOURCES, None))
+    assert fit.parse_args(None) == Args((), (), ScoringStrategy(LEAST_ALLOCATED, DEFAULT_RESOURCES, None))
     assert (
         fit.parse_args({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeResourcesFitArgs"})
         == Args()
@@ -733,20 +732,6 @@ def test_error_path_prefix() -> None:
 def test_is_extended_resource_name(name: str, extended: bool) -> None:
     """Only extended resources can be ignored, exactly as v1helper.IsExtendedResourceName decides."""
     assert fit.is_extended_resource_name(name) is extended
-
-
-@pytest.mark.parametrize(
-    ("a", "b", "want"),
-    [
-        pytest.param(7, 2, 3, id="positive"),
-        pytest.param(-7, 2, -3, id="negative-truncates-up"),
-        pytest.param(7, -2, -3, id="negative-divisor"),
-        pytest.param(-8, 2, -4, id="exact"),
-    ],
-)
-def test_go_div(a: int, b: int, want: int) -> None:
-    """Integer division truncates toward zero as in Go, not toward minus infinity."""
-    assert fit.go_div(a, b) == want
 
 
 @pytest.mark.parametrize(

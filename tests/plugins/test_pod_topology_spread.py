@@ -18,7 +18,8 @@ from scheduler.framework.labels import selector_from_set
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins.pod_topology_spread import (
+from scheduler.plugins.pod_topology_spread.args import Args, parse_args
+from scheduler.plugins.pod_topology_spread.common import (
     DEFAULT_SELECTOR_KINDS,
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
@@ -26,17 +27,13 @@ from scheduler.plugins.pod_topology_spread import (
     LABEL_TOPOLOGY_ZONE,
     PRE_FILTER_STATE_KEY,
     PRE_SCORE_STATE_KEY,
-    Args,
-    CriticalPaths,
-    PodTopologySpread,
-    PreFilterState,
     default_selector,
-    go_log,
-    go_round,
-    parse_args,
     parse_group_version,
     selector_string,
 )
+from scheduler.plugins.pod_topology_spread.filtering import CriticalPaths, PreFilterState
+from scheduler.plugins.pod_topology_spread.plugin import PodTopologySpread
+from scheduler.plugins.pod_topology_spread.scoring import go_log, go_round
 from scheduler.testing import PodBuilder, StaticHandle, make_node, make_pod, node_info
 
 JSON = dict[str, Any]

@@ -22,18 +22,16 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo, PodInfo, parse_node, parse_pod
-from scheduler.plugins.pod_topology_spread import (
+from scheduler.plugins.pod_topology_spread.args import Args, parse_args
+from scheduler.plugins.pod_topology_spread.common import (
     PRE_FILTER_STATE_KEY,
     PRE_SCORE_STATE_KEY,
-    Args,
     Constraint,
-    PodTopologySpread,
-    PreFilterState,
-    PreScoreState,
-    parse_args,
     selector_string,
-    topology_normalizing_weight,
 )
+from scheduler.plugins.pod_topology_spread.filtering import PreFilterState
+from scheduler.plugins.pod_topology_spread.plugin import PodTopologySpread
+from scheduler.plugins.pod_topology_spread.scoring import PreScoreState, topology_normalizing_weight
 from scheduler.testing import StaticHandle
 
 JSON = dict[str, Any]

@@ -6,12 +6,11 @@ import pytest
 
 from scheduler.framework.interface import MAX_NODE_SCORE, NODE, ActionType, CycleState
 from scheduler.framework.status import Code
-from scheduler.framework.types import NodeInfo, PodInfo, Taint
+from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.taint_toleration import (
     ERR_REASON_UNTOLERATED,
     NAME,
     TaintToleration,
-    find_untolerated_taint,
 )
 from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
 
@@ -109,15 +108,6 @@ def test_filter(pod: PodBuilder, taints: list[TaintSpec], fits: bool) -> None:
         assert status.plugin == NAME
     assert pl.filter_batch(CycleState(), info, [node]) == [status]
 
-
-
-def test_first_untolerated_taint_in_node_order() -> None:
-    """The offending taint reported to logs/explain is the first one in spec.taints order."""
-    taints = (Taint("z", "", "NoSchedule"), Taint("a", "", "NoExecute"))
-    assert find_untolerated_taint(taints, ()) == taints[0]
-    tol = make_pod().toleration("z", effect="NoSchedule").info().tolerations
-    assert find_untolerated_taint(taints, tol) == taints[1]
-    assert find_untolerated_taint((Taint("p", "", "PreferNoSchedule"),), ()) is None
 
 
 def test_filter_batch_matches_filter_over_mixed_nodes() -> None:

@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, cast
+from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp
@@ -580,6 +580,14 @@ async def wait_first(event: asyncio.Event, stop: asyncio.Event) -> bool:
     return stop.is_set()
 
 
+async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
+    """Sleep `seconds` unless stop is set first; True when stopped."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await stop.wait()
+    return stop.is_set()
+
+
 # --------------------------------------------------------------------------------------------- paths, times
 
 
@@ -601,13 +609,3 @@ def micro_time(t: datetime) -> str:
 def rfc3339(t: datetime) -> str:
     """metav1.Time (second precision)."""
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def as_json(obj: Any) -> JSON:
-    """A kopf Body/raw event object as the plain dict the core parses (no copy when already a dict)."""
-    if isinstance(obj, dict):
-        return obj
-    src = getattr(obj, "_src", None)
-    if isinstance(src, dict):
-        return cast(JSON, src)
-    return dict(obj)

@@ -37,7 +37,8 @@ from aiohttp import web
 from scheduler.adapters.cluster.client import ApiError, KubeClient, pod_path
 from scheduler.adapters.cluster.serving.guard import request_user
 from scheduler.adapters.cluster.serving.limits import ExpensiveCallLimiter
-from scheduler.core.scheduler import TERMINAL_PHASES, Scheduler
+from scheduler.core.event_handlers import TERMINAL_PHASES
+from scheduler.core.scheduler import Scheduler
 from scheduler.framework.types import NodeRecord, ParseError, PodInfo, parse_node, parse_pod
 from scheduler.logging_setup import get_verbosity, set_verbosity
 

@@ -344,7 +344,7 @@ async def explain_from_api(
                 *(client.list_all(KINDS[kind].list_path(), limit=LIST_PAGE_SIZE) for kind in kinds),
             )
             for kind, (objects, _) in zip(kinds, others, strict=True):
-                scheduler.resync_objects(kind, list(objects))
+                scheduler.events.resync_objects(kind, list(objects))
             for node in nodes:
                 cluster.apply_node(node)
             del nodes, others

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from scheduler.core.scheduler import Scheduler
 
 
-# The kinds Scheduler.resync reports (Cache.reconcile's drift categories plus removed pending pods). Their
+# The kinds EventHandlers.resync reports (Cache.reconcile's drift categories plus removed pending pods). Their
 # series exist from the start at 0, so "no drift" is a value on the dashboard rather than an empty panel.
 DRIFT_KINDS = (
     "missing_nodes",

@@ -3,12 +3,12 @@
 kopf (embedded in our event loop, private registry, standalone, no posting, no CRD scanning) watches all
 nodes; `PodWatch` (pod_watch.py, a plain streaming WATCH, far cheaper per event than kopf) watches all
 non-terminal pods (every scheduler's: their requests and host ports occupy nodes). Both hand each event's raw
-object to `_dispatch`, hence to `Scheduler.on_node_event` / `on_pod_event`.
+object to `dispatch`, hence to `EventHandlers.on_node_event` / `on_pod_event` (core/event_handlers.py).
 
 kopf re-LISTs after a 410 without emitting DELETED for objects that vanished in the gap, and a watch can
 silently miss events; so `ClusterWatcher` also LISTs nodes and pods itself: once at startup (that LIST is
 "caches synced", the readiness gate and the point where scheduling may start, like WaitForCacheSync) and then
-every `resync_period` seconds through `Scheduler.resync`, which repairs and reports drift.
+every `resync_period` seconds through `EventHandlers.resync`, which repairs and reports drift.
 
 A LIST is a snapshot at one resourceVersion, but watch events keep arriving while it is in flight. Applying
 the snapshot as is would roll those newer events back (e.g. forget a pod bound a moment ago), so every watch
@@ -17,8 +17,9 @@ LIST shows (a watch that is catching up delivers events older than the LIST: tho
 
 Conversely a LIST can be ahead of a watch that is catching up (after a reconnect, or on a slow stream): its
 differences are then watch lag, not drift. So a periodic resync applies nothing at once: it notes the
-differences (`Scheduler.resync_suspects`) and re-checks them `lag_grace` seconds later (`Scheduler.settle`).
-What the watches changed meanwhile was lag; what is still as it was is drift, repaired and counted then.
+differences (`EventHandlers.resync_suspects`) and re-checks them `lag_grace` seconds later
+(`EventHandlers.settle`). What the watches changed meanwhile was lag; what is still as it was is drift,
+repaired and counted then.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from typing import Any
 
 import kopf
 
-from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient, pod_path, wait_first
+from scheduler.adapters.cluster.client import JSON, ApiError, KubeClient, pod_path, wait_first, wait_or_stop
 from scheduler.adapters.cluster.streaming import WatchDiedError
 from scheduler.adapters.cluster.writer import ClusterWriter
 from scheduler.core import gc_policy
-from scheduler.core.scheduler import DELETED, Scheduler
+from scheduler.core.event_handlers import DELETED
+from scheduler.core.scheduler import Scheduler
 
 log = logging.getLogger("pyscheduler.watch")
 
@@ -220,12 +222,12 @@ class ClusterWatcher:
         # thread-safe. `event["object"]` is the raw dict kopf decoded; `body` would only wrap it.
         @kopf.on.event("v1", "nodes", registry=registry, id="pyscheduler-nodes")
         async def on_node(type: str, event: kopf.RawEvent, **_: Any) -> None:
-            self._dispatch("nodes", type, dict(event["object"]))
+            self.dispatch("nodes", type, dict(event["object"]))
             self.node_watch_live.set()
 
-        # Pods are not kopf's: PodWatch (pod_watch.py) streams them into `_dispatch` itself.
+        # Pods are not kopf's: PodWatch (pod_watch.py) streams them into `dispatch` itself.
 
-    def _dispatch(self, resource: str, kind: str | None, obj: JSON) -> None:
+    def dispatch(self, resource: str, kind: str | None, obj: JSON) -> None:
         """Apply one watch event (and remember it if a LIST is in flight)."""
         self.stats.last_event = self.clock()
         label = f"{resource}:{kind or 'LISTED'}"
@@ -239,11 +241,11 @@ class ClusterWatcher:
             self._touched.add((resource, key))
         try:
             if resource == "pods":
-                self.scheduler.on_pod_event(kind, obj)
+                self.scheduler.events.on_pod_event(kind, obj)
                 if kind == DELETED and self.writer is not None:
                     self.writer.forget_pod(key)
             else:
-                self.scheduler.on_node_event(kind, obj)
+                self.scheduler.events.on_node_event(kind, obj)
         except Exception:  # kopf would log and drop it anyway; count it and keep the key in the log
             self.stats.handler_errors += 1
             log.exception("watch event handler failed", extra={"resource": resource, "key": key, "type": kind})
@@ -327,7 +329,7 @@ class ClusterWatcher:
                     shown_rv = listed.get((resource, key))
                     shown = {"metadata": {"resourceVersion": shown_rv}} if shown_rv is not None else None
                     if kind == DELETED:
-                        self._dispatch(resource, DELETED, obj)
+                        self.dispatch(resource, DELETED, obj)
                     elif not _event_is_older(obj, shown, list_rv[resource]):
                         self._apply_listed(resource, obj)
                     elif shown is not None:
@@ -387,19 +389,19 @@ class ClusterWatcher:
         except ApiError as exc:
             if exc.status != 404:
                 raise
-            self._dispatch(resource, DELETED, event_obj)
+            self.dispatch(resource, DELETED, event_obj)
             return
         key_of = _pod_key if resource == "pods" else _node_key
         if key_of(current) != key_of(event_obj):  # deleted and re-created under the same name meanwhile
-            self._dispatch(resource, DELETED, event_obj)
+            self.dispatch(resource, DELETED, event_obj)
         self._apply_listed(resource, current)
 
     def _apply_listed(self, resource: str, obj: JSON) -> None:
         try:
             if resource == "pods":
-                self.scheduler.on_pod_event(None, obj)
+                self.scheduler.events.on_pod_event(None, obj)
             else:
-                self.scheduler.on_node_event(None, obj)
+                self.scheduler.events.on_node_event(None, obj)
         except Exception:
             self.stats.handler_errors += 1
             log.exception("applying a listed object failed", extra={"resource": resource})
@@ -408,8 +410,8 @@ class ClusterWatcher:
         """LIST and converge the cache; returns and logs the repaired counts (the drift).
 
         lag_aware (periodic resyncs): differences are left to the watches for `lag_grace` seconds, and only
-        those still unresolved then are repaired and counted (`Scheduler.settle`). Otherwise (after a 410,
-        when the pod watch restarts from this LIST) everything is applied at once (`Scheduler.resync`).
+        those still unresolved then are repaired and counted (`EventHandlers.settle`). Otherwise (after a 410,
+        when the pod watch restarts from this LIST) everything is applied at once (`EventHandlers.resync`).
         """
         start = self.clock()
         if lag_aware:
@@ -418,7 +420,7 @@ class ClusterWatcher:
             try:
                 nodes, pods = await self.list_cluster()
                 self._touched = None  # later events are the watches resolving suspects: settle sees them
-                suspects = self.scheduler.resync_suspects(
+                suspects = self.scheduler.events.resync_suspects(
                     list[Mapping[str, Any]](nodes),
                     list[Mapping[str, Any]](pods),
                     lambda resource, key: (resource, key) in touched,
@@ -428,14 +430,16 @@ class ClusterWatcher:
                     log.debug("resync: waiting for the watches", extra={"differences": len(suspects)})
                     await asyncio.sleep(self.lag_grace)
                     deletions = self._deletions
-                    repaired = self.scheduler.settle(suspects, lambda resource, key: (resource, key) in deletions)
+                    repaired = self.scheduler.events.settle(
+                        suspects, lambda resource, key: (resource, key) in deletions
+                    )
                     self.stats.lag_resolved += len(suspects) - sum(repaired.values())
             finally:
                 self._deletions = None
                 self._touched = None
         else:
             nodes, pods = await self.list_cluster()
-            repaired = self.scheduler.resync(list[Mapping[str, Any]](nodes), list[Mapping[str, Any]](pods))
+            repaired = self.scheduler.events.resync(list[Mapping[str, Any]](nodes), list[Mapping[str, Any]](pods))
         self.stats.resyncs += 1
         self.stats.last_resync_seconds = self.clock() - start
         drift = {k: v for k, v in repaired.items() if v}
@@ -569,11 +573,3 @@ def _kopf_watchers() -> set[str]:
         for resource in WATCHED
         if task.get_name().startswith(f"watcher for {resource}@")
     }
-
-
-async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
-    """Sleep `seconds` unless stop is set first; True when stopped."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await stop.wait()
-    return stop.is_set()

@@ -97,10 +97,6 @@ class NodeTree:
         """Zone keys in first-seen order."""
         return builtins.list(self._zones)
 
-    def zone_nodes(self, zone: str) -> builtins.list[str]:
-        """The node names filed under a zone key, in arrival order (a copy)."""
-        return builtins.list(self._zones.get(zone, ()))
-
     def zone_of(self, name: str) -> str | None:
         """The zone key a node is filed under, or None when the node is not in the tree."""
         return self._zone_of.get(name)

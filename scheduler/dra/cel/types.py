@@ -78,9 +78,6 @@ DEVICE_FIELDS: dict[str, Type] = {
     "capacity": map_of(STRING, map_of(STRING, QUANTITY)),
 }
 
-PRIMITIVE_NAMES = frozenset(["int", "uint", "double", "bool", "string", "bytes", "null_type"])
-
-
 def is_dyn(t: Type) -> bool:
     return t.name in ("dyn", "!error!") or t.is_param
 

@@ -14,16 +14,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scheduler.config.decode import child, json_quote, json_type
-from scheduler.config.load import parse_duration
-from scheduler.plugins.node_resources_fit import (
+from scheduler.config.decode import (
     ARGS_ENVELOPE_FIELDS,
     FieldErrors,
     as_mapping,
     check_fields,
     check_kind,
+    child,
     decode_error,
+    json_quote,
+    json_type,
 )
+from scheduler.config.load import parse_duration
 
 DEFAULT_FILTER_TIMEOUT: Final = 10.0
 DEFAULT_BINDING_TIMEOUT: Final = 600.0

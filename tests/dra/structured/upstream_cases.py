@@ -8,7 +8,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +201,3 @@ class ReplayCel:
         if expression not in self.compiled:
             raise AssertionError(f"upstream never compiled {expression!r}")
         return _Compiled(self, expression, self.compiled[expression])
-
-
-def quantity_equal(a: str, b: str) -> bool:
-    return Fraction(parse_quantity(a)) == Fraction(parse_quantity(b))

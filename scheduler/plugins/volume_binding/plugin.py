@@ -23,7 +23,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
-from scheduler.config.decode import child
+from scheduler.config.decode import (
+    ARGS_ENVELOPE_FIELDS,
+    FieldErrors,
+    as_int,
+    as_list,
+    as_mapping,
+    check_fields,
+    check_kind,
+    child,
+)
+from scheduler.config.plugin_args import MAX_UTILIZATION, UtilizationShapePoint, validate_function_shape
 from scheduler.framework.interface import (
     NODE,
     ActionType,
@@ -52,20 +62,9 @@ from scheduler.framework.objects import (
 )
 from scheduler.framework.status import SKIP, Code, Status, error_status, unresolvable
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins.node_resources_fit import (
-    ARGS_ENVELOPE_FIELDS,
-    MAX_UTILIZATION,
-    FieldErrors,
-    UtilizationShapePoint,
-    as_int,
-    as_list,
-    as_mapping,
-    broken_linear,
-    check_fields,
-    check_kind,
-    validate_function_shape,
-)
-from scheduler.plugins.storage import (
+from scheduler.plugins.shape_score import broken_linear
+from scheduler.plugins.volume_binding.binder import PodVolumeClaims, PodVolumes, VolumeBinder, try_translate_pv_to_csi
+from scheduler.storage.volume import (
     ANN_SELECTED_NODE,
     CLAIM_LOST,
     NOT_SUPPORTED_PROVISIONER,
@@ -84,7 +83,6 @@ from scheduler.plugins.storage import (
     storage_request,
     volume_is_for_pod,
 )
-from scheduler.plugins.volume_binder import PodVolumeClaims, PodVolumes, VolumeBinder, try_translate_pv_to_csi
 
 NAME: Final = "VolumeBinding"
 STATE_KEY: Final = NAME

@@ -41,8 +41,6 @@ ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"
 ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
 ANN_DYNAMICALLY_PROVISIONED: Final = "pv.kubernetes.io/provisioned-by"
-ANN_STORAGE_PROVISIONER: Final = "volume.kubernetes.io/storage-provisioner"
-ANN_BETA_STORAGE_PROVISIONER: Final = "volume.beta.kubernetes.io/storage-provisioner"
 NOT_SUPPORTED_PROVISIONER: Final = "kubernetes.io/no-provisioner"
 BETA_STORAGE_CLASS_ANNOTATION: Final = "volume.beta.kubernetes.io/storage-class"
 MIGRATED_PLUGINS_ANNOTATION: Final = "storage.alpha.kubernetes.io/migrated-plugins"  # v1.MigratedPluginsAnnotationKey
@@ -74,14 +72,6 @@ class NotFoundError(StorageError):
 def not_found(kind: str, name: str) -> NotFoundError:
     """The lister error for a missing object: `persistentvolumeclaim "c" not found`."""
     return NotFoundError(f'{RESOURCE_OF.get(kind, kind.lower())} "{name}" not found')
-
-
-def get_or_raise(objects: ObjectLister, kind: str, namespace: str, name: str) -> JSON:
-    """A lister Get: the object, or NotFoundError with the lister's text."""
-    obj = objects.get(kind, namespace, name)
-    if obj is None:
-        raise not_found(kind, name)
-    return obj
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -369,11 +359,6 @@ def bind_volume_to_claim(pv: JSON, pvc: Mapping[str, Any]) -> tuple[JSON, bool]:
     if not ann:
         del clone["metadata"]["annotations"]
     return clone, dirty
-
-
-def volume_mode_mismatch(pvc: Mapping[str, Any], pv: Mapping[str, Any]) -> bool:
-    """CheckVolumeModeMismatches: a missing volumeMode is Filesystem on both sides."""
-    return (spec(pvc).get("volumeMode") or FILESYSTEM) != (spec(pv).get("volumeMode") or FILESYSTEM)
 
 
 def access_modes_satisfied(pvc: Mapping[str, Any], pv: Mapping[str, Any]) -> bool:

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from scheduler.config.errors import ConfigError
+from scheduler.config.plugin_args import UtilizationShapePoint
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import SKIP, Code, Status
 from scheduler.framework.types import NodeInfo, NodeRecord
-from scheduler.plugins.node_resources_fit import UtilizationShapePoint
-from scheduler.plugins.volume_binder import (
+from scheduler.plugins.volume_binding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_PV_NOT_EXIST,
 )
-from scheduler.plugins.volume_binding import (
+from scheduler.plugins.volume_binding.plugin import (
     DEFAULT_SHAPE,
     ERR_REASON_UNBOUND_IMMEDIATE,
     STATE_KEY,

@@ -20,8 +20,7 @@ from scheduler.core.api import WriteError
 from scheduler.framework.objects import object_key
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.types import NodeInfo, NodeRecord
-from scheduler.plugins import storage as st
-from scheduler.plugins.volume_binder import (
+from scheduler.plugins.volume_binding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_NOT_ENOUGH_SPACE,
@@ -31,6 +30,7 @@ from scheduler.plugins.volume_binder import (
     PodVolumes,
     VolumeBinder,
 )
+from scheduler.storage import volume as st
 from scheduler.testing import StaticHandle, make_pod
 
 JSON = dict[str, Any]

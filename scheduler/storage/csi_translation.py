@@ -63,8 +63,6 @@ IN_TREE_PLUGINS: Final = (
 )
 """csi-translation-lib's inTreePlugins."""
 
-INLINE_MIGRATABLE_SOURCES: Final = tuple(p.source for p in IN_TREE_PLUGINS)
-
 # Plugins whose migration the scheduler considers on (volumebinding isCSIMigrationOnForPlugin and
 # nodevolumelimits isCSIMigrationOn; CSIMigration{AzureFile,vSphere} are not in their switch).
 SCHEDULER_MIGRATED_PLUGINS: Final = frozenset(

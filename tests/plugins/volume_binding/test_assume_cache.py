@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from scheduler.backend.cache.objects import ClusterObjects
-from scheduler.plugins.storage import StorageError
-from scheduler.plugins.volume_binder import AssumeCache, PVAssumeCache
+from scheduler.plugins.volume_binding.assume_cache import AssumeCache, PVAssumeCache
+from scheduler.storage.volume import StorageError
 
 JSON = dict[str, Any]
 KIND = "PersistentVolumeClaim"
