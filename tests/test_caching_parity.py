@@ -165,6 +165,13 @@ def workload(seed: int) -> list[JSON]:
         obj = copy.deepcopy(obj)
         obj["metadata"].update(namespace=NAMESPACE, uid=f"uid-{obj['metadata']['name']}")
         objects.append(obj)
+    if sc.dra is not None:  # DRA: classes, slices, claims allocated beforehand (unreserved), then pods' claims
+        objects += copy.deepcopy([*sc.dra.classes, *sc.dra.slices])
+        for claim, allocation in sc.dra.allocated:
+            held = copy.deepcopy(claim)
+            held["metadata"]["namespace"] = NAMESPACE
+            held["status"] = {"allocation": copy.deepcopy(allocation)}
+            objects.append(held)
 
     def nodes_and_their_pods(nodes: list[JSON]) -> list[JSON]:
         names = {n["metadata"]["name"] for n in nodes}
@@ -174,11 +181,15 @@ def workload(seed: int) -> list[JSON]:
     late = max(1, len(sc.nodes) // 4)
     objects += nodes_and_their_pods(sc.nodes[:-late])
     pending: list[JSON] = []
+    claim_specs = sc.dra.claims if sc.dra is not None else {}
+    claimed: dict[str, list[tuple[str, JSON]]] = {}  # pending pod -> its claims' (entry, spec)
     for i, manifest in enumerate(sc.pending):
         pod = _admitted(manifest, overhead)
         pod["metadata"]["name"] = f"s{seed}-p{i}"
         pod["spec"]["schedulerName"] = SCHEDULER_NAME
         pending.append(pod)
+        if manifest["metadata"]["name"] in claim_specs:
+            claimed[pod["metadata"]["name"]] = claim_specs[manifest["metadata"]["name"]]
         for r in range(rng.choice((0, 0, 1, 3))):  # replicas: the same spec and labels, another name
             replica = copy.deepcopy(pod)
             replica["metadata"]["name"] = f"s{seed}-p{i}-r{r}"
@@ -190,6 +201,15 @@ def workload(seed: int) -> list[JSON]:
             if rng.random() < 0.3 and (variant := _variant(pod, resource, rng.choice((2, 4, 8)))) is not None:
                 variant["metadata"]["name"] = f"s{seed}-p{i}-{resource}"
                 pending.append(variant)
+    for pod in list(pending):  # every pod (replicas and variants too) gets claims of its own: <pod>-<entry>
+        base = str(pod["metadata"]["name"]).split("-")
+        specs = claimed.get("-".join(base[:2]), [])
+        for ref in pod["spec"].get("resourceClaims") or []:
+            ref["resourceClaimName"] = f"{pod['metadata']['name']}-{ref['name']}"
+        for entry, spec in specs:
+            meta = {"name": f"{pod['metadata']['name']}-{entry}", "namespace": NAMESPACE}
+            claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta}
+            objects.append({**claim, "spec": copy.deepcopy(spec)})
     half = len(pending) // 2
     return objects + pending[:half] + nodes_and_their_pods(sc.nodes[-late:]) + pending[half:]
 
@@ -474,6 +494,7 @@ def _exercised(result: SimulationResult, got: dict[str, Any]) -> dict[str, int]:
         "shape filter reuse": shapes.stats["filter_reused"],
         "shape score reuse": shapes.stats["score_reused"],
         "bindings": len(got["bindings"]),
+        "bindings with DRA devices": sum(1 for o in result.outcomes if o.node and o.devices),
         "failures": sum(1 for e in got["events"] if e[3] == "FailedScheduling"),
         "evictions": len(got["evictions"]),
         "nominations": sum(1 for _, node in got["nominations"] if node),
@@ -561,8 +582,9 @@ def test_decisions_do_not_depend_on_caches_shapes(seed: int, weighted: bool, rec
 
 
 def test_the_workloads_exercise_what_the_caches_serve(recorder: Recorder) -> None:
-    """Not vacuous: over the seeds, pods bind, pods fail with messages, preemption nominates and evicts, and the
-    node memos and InterPodAffinity's and PodTopologySpread's kept sums are filled."""
+    """Not vacuous: over the seeds, pods bind (some with DRA devices allocated), pods fail with messages,
+    preemption nominates and evicts, and the node memos and InterPodAffinity's and PodTopologySpread's kept
+    sums are filled."""
     totals: dict[str, int] = {}
     for seed in SEEDS:
         if seed not in _EXERCISED:  # this test run on its own
