@@ -30,14 +30,6 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 NOT_HELPFUL = "Preemption is not helpful for scheduling."
 
 
-def assert_same_outcomes(outcomes: dict[str, dict[str, Any]]) -> None:
-    """pyscheduler's outcome equals upstream's, messages byte for byte."""
-    ours, upstream = outcomes[OURS], outcomes[UPSTREAM]
-    assert ours.keys() == upstream.keys(), outcomes
-    for key, value in ours.items():
-        assert value == upstream[key], f"{key}:\n  upstream:    {upstream[key]!r}\n  pyscheduler: {value!r}"
-
-
 @dataclass
 class Run:
     """One scheduler's run of a scenario: its namespace, the nodes, and the cluster-scoped objects it made."""

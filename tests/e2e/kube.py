@@ -150,6 +150,14 @@ async def failed_scheduling_note(api_client: ApiClient, namespace: str, name: st
     return await wait_for(probe, what=f"a FailedScheduling event for {namespace}/{name}", within=within)
 
 
+def assert_same_outcomes(outcomes: Mapping[str, Mapping[str, Any]]) -> None:
+    """pyscheduler's outcome equals upstream's (keyed by scheduler name), messages byte for byte."""
+    ours, upstream = outcomes["pyscheduler"], outcomes["default-scheduler"]
+    assert ours.keys() == upstream.keys(), outcomes
+    for key, value in ours.items():
+        assert value == upstream[key], f"{key}:\n  upstream:    {upstream[key]!r}\n  pyscheduler: {value!r}"
+
+
 def status_condition(obj: Mapping[str, Any], condition_type: str) -> JSON | None:
     """The object's (pod's, node's) status condition of that type, if any."""
     for condition in obj.get("status", {}).get("conditions") or []:

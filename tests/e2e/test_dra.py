@@ -25,12 +25,11 @@ from tests.e2e.dra import (
     NOT_HELPFUL,
     OURS,
     Run,
-    assert_same_outcomes,
     compare,
     exactly,
     gpu,
 )
-from tests.e2e.kube import JSON, get_pod, status_condition, wait_for
+from tests.e2e.kube import JSON, assert_same_outcomes, get_pod, status_condition, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 

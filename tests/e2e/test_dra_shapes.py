@@ -37,7 +37,6 @@ from tests.e2e.dra import (
     SCHEDULERS,
     UPSTREAM,
     Run,
-    assert_same_outcomes,
     exactly,
     run_for,
 )
@@ -45,6 +44,7 @@ from tests.e2e.kube import (
     HOSTNAME_LABEL,
     JSON,
     OWNER_LABEL,
+    assert_same_outcomes,
     get_pod,
     node_manifest,
     node_status,

@@ -34,7 +34,16 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.cluster.harness import ControlPlane, ManagedProcess
 from tests.e2e.conftest import NodeFactory, PySchedulerProcess, StartPyScheduler
-from tests.e2e.kube import JSON, get_pod, list_pods, pod_manifest, request_json, status_condition, wait_for
+from tests.e2e.kube import (
+    JSON,
+    assert_same_outcomes,
+    get_pod,
+    list_pods,
+    pod_manifest,
+    request_json,
+    status_condition,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -49,15 +58,6 @@ PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 MERGE_PATCH = "application/merge-patch+json"
-
-
-def assert_same_outcomes(outcomes: dict[str, dict[str, Any]]) -> None:
-    """pyscheduler's outcome equals upstream's, messages byte for byte."""
-    ours, upstream = outcomes[OURS], outcomes[UPSTREAM]
-    assert ours.keys() == upstream.keys(), outcomes
-    for key, value in ours.items():
-        other = upstream[key]
-        assert value == other, f"{key}:\n  upstream:    {other!r}\n  pyscheduler: {value!r}"
 
 
 # --------------------------------------------------------------------------------------------- objects
