@@ -31,7 +31,7 @@ from scheduler.framework.node_selector import RequiredNodeAffinity
 from scheduler.framework.objects import KINDS, NAMESPACE, RESOURCE_CLAIM, SYSTEM_NAMESPACES
 from scheduler.framework.types import ParseError, PodInfo, parse_node, parse_pod, tolerations_tolerate
 from scheduler.plugins.dynamic_resources.claims import ClaimError, allocation_of, allocation_results, claim_name
-from scheduler.validation import validate
+from scheduler.validation import PodSpecMemo, validate
 
 JSON = dict[str, Any]
 SUPPORTED_KINDS = ("Node", "Pod", "DaemonSet", *sorted(KINDS))
@@ -316,6 +316,7 @@ def documents_from(docs: list[Any], source: str, progress: Callable[[str], None]
         progress(f"checking {count:,} objects as kube-apiserver would")
     objects: list[JSON] = []
     pods: list[tuple[str, JSON]] = []  # (where, pod) to parse once their priority is admitted
+    memo = PodSpecMemo() if caching.ENABLED else None  # off with the other caches (tests/test_caching_parity.py)
     for index, doc in enumerate(docs):
         if doc is None:
             continue
@@ -327,11 +328,11 @@ def documents_from(docs: list[Any], source: str, progress: Callable[[str], None]
             if not isinstance(items, list):
                 raise InputError(f"{where}: items: expected a list")
             for j, item in enumerate(items):
-                objects.append(_validated(item, f"{where}: items[{j}]"))
+                objects.append(_validated(item, f"{where}: items[{j}]", memo))
                 if item.get("kind") == "Pod":
                     pods.append((_label(item, f"{where}: items[{j}]"), item))
         else:
-            objects.append(_validated(doc, where))
+            objects.append(_validated(doc, where, memo))
             if doc.get("kind") == "Pod":
                 pods.append((_label(doc, where), doc))
     _refuse_duplicates(objects, source)
@@ -374,7 +375,7 @@ def _label(obj: JSON, where: str) -> str:
     return f"{where} ({obj.get('kind')} {name or '?'})"
 
 
-def _validated(obj: Any, where: str) -> JSON:
+def _validated(obj: Any, where: str, memo: PodSpecMemo | None = None) -> JSON:
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected an object")
     kind = obj.get("kind")
@@ -382,7 +383,7 @@ def _validated(obj: Any, where: str) -> JSON:
         raise InputError(f"{where}: kind: unsupported value {kind!r}; supported: {', '.join(SUPPORTED_KINDS)}")
     label = _label(obj, where)
     namespaced = kind in ("Pod", "DaemonSet") or (kind in KINDS and KINDS[kind].namespaced)
-    errors = validate(obj, namespaced=namespaced)
+    errors = validate(obj, namespaced=namespaced, memo=memo)
     if errors:
         shown = "; ".join(errors[:5]) + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else "")
         raise InputError(f"{label}: {shown}")
