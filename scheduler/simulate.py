@@ -29,7 +29,14 @@ from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.node_selector import RequiredNodeAffinity
 from scheduler.framework.objects import KINDS, NAMESPACE, RESOURCE_CLAIM, SYSTEM_NAMESPACES
-from scheduler.framework.types import ParseError, PodInfo, parse_node, parse_pod, tolerations_tolerate
+from scheduler.framework.types import (
+    ParseError,
+    PodInfo,
+    parse_node,
+    parse_pod,
+    parse_pod_like,
+    tolerations_tolerate,
+)
 from scheduler.plugins.dynamic_resources.claims import ClaimError, allocation_of, allocation_results, claim_name
 from scheduler.validation import PodSpecMemo, validate
 
@@ -338,9 +345,18 @@ def documents_from(docs: list[Any], source: str, progress: Callable[[str], None]
     _refuse_duplicates(objects, source)
     admit_priorities(objects, source)
     documents = Documents(objects)
+    # A bound pod's spec that an earlier bound pod had (PodSpecMemo's key, taken before admission: admission
+    # reads the spec and the file's PriorityClasses only, so equal keys stay equal specs) is parsed once.
+    templates: dict[bytes, PodInfo] = {}
     for where, obj in pods:
+        key = memo.keys.get(id(obj)) if memo is not None else None
+        bound = key is not None and bool(obj["spec"].get("nodeName"))
         try:
-            documents.parsed[id(obj)] = parse_pod(obj)
+            template = templates.get(key) if key is not None and bound else None
+            info = parse_pod_like(template, obj) if template is not None else parse_pod(obj)
+            documents.parsed[id(obj)] = info
+            if key is not None and bound and template is None:
+                templates[key] = info
         except ParseError as exc:
             raise InputError(f"{where}: {exc}") from exc
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
