@@ -313,17 +313,21 @@ def read_cluster(path: str, progress: Callable[[str], None] | None = None) -> Do
             del text
     except DocumentError as exc:
         raise InputError(str(exc)) from exc
-    return documents_from(docs, path, progress)
+    return documents_from(docs, path, progress, json_values=doc is not None)
 
 
-def documents_from(docs: list[Any], source: str, progress: Callable[[str], None] | None = None) -> Documents:
-    """The objects of parsed documents (v1 Lists flattened), each validated, pods parsed after admission."""
+def documents_from(
+    docs: list[Any], source: str, progress: Callable[[str], None] | None = None, *, json_values: bool = False
+) -> Documents:
+    """The objects of parsed documents (v1 Lists flattened), each validated, pods parsed after admission.
+    `json_values`: they come from a JSON decoder (no dates, bytes or tuples, as YAML may hold)."""
     if progress is not None:
         count = sum(len(d["items"]) if isinstance(d, dict) and isinstance(d.get("items"), list) else 1 for d in docs)
         progress(f"checking {count:,} objects as kube-apiserver would")
     objects: list[JSON] = []
     pods: list[tuple[str, JSON]] = []  # (where, pod) to parse once their priority is admitted
-    memo = PodSpecMemo() if caching.ENABLED else None  # off with the other caches (tests/test_caching_parity.py)
+    # Off with the other caches (tests/test_caching_parity.py compares).
+    memo = PodSpecMemo(json_values=json_values) if caching.ENABLED else None
     for index, doc in enumerate(docs):
         if doc is None:
             continue

@@ -64,6 +64,26 @@ def test_memo_gives_what_checking_whole_gives(second: JSON) -> None:
     assert validate(second, memo=memo) == validate(second)
 
 
+@pytest.mark.parametrize(
+    "second",
+    [
+        pytest.param(bound("web-2", "node-2"), id="same-spec-other-node"),
+        pytest.param(bound("web-2", "Node_2"), id="same-spec-invalid-node-name"),
+        pytest.param(with_spec(BASE, priority=False), id="priority-false-not-0"),
+        pytest.param(with_spec(BASE, priority=0.0), id="priority-float"),
+        pytest.param(with_spec(BASE, priority="0"), id="priority-string"),
+        pytest.param(with_spec(BASE, priority=None), id="priority-null"),
+        pytest.param(with_spec(BASE, priority=2**70), id="priority-beyond-64-bits"),
+    ],
+)
+def test_json_memo_keeps_json_types_apart(second: JSON) -> None:
+    """With JSON values only (MessagePack keys), 0, 0.0, False, "0" and null still get validate's own errors."""
+    first = with_spec(BASE, priority=0)
+    memo = PodSpecMemo(json_values=True)
+    assert validate(first, memo=memo) == []
+    assert validate(second, memo=memo) == validate(second)
+
+
 def test_memo_remembers_only_valid_specs() -> None:
     """A spec with errors is never remembered: its next pod is checked whole again."""
     memo = PodSpecMemo()
