@@ -261,7 +261,7 @@ CHILD = (
     "import atexit, resource, sys\n"
     "atexit.register(lambda: print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr))\n"
     "from scheduler.cli import main\n"
-    "sys.exit(main(sys.argv[1:]))\n"
+    "sys.exit(main())\n"  # the process's entry point, as `pyscheduler` (argv None: sys.argv[1:])
 )
 
 # Merely loading the file: read it and build its Python objects, each parser in a fresh process. Those not

@@ -80,6 +80,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if explanation is not None:
             print()
             print(render_text(explanation))
+    global _HEAP_DISPOSABLE
+    _HEAP_DISPOSABLE = True
     return EXIT_PENDING if args.fail_on_pending and result.pending() else 0
 
 
@@ -261,10 +263,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Set by a command whose objects are all garbage once it returns (simulate's whole dump): the process may end
+# without freeing them (at 5000 nodes x 10 kubectl-shaped pods, freeing ~1.4 GB of dicts costs ~0.6 s of CPU).
+_HEAP_DISPOSABLE = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (argv None: the process's own, and main is the process's entry point)."""
+    global _HEAP_DISPOSABLE
+    _HEAP_DISPOSABLE = False
     args = build_parser().parse_args(argv)
     code: int = args.func(args)
+    if argv is None and _HEAP_DISPOSABLE:
+        _exit_without_teardown(code)
     return code
+
+
+def _exit_without_teardown(code: int) -> None:
+    """End the process now, as a normal exit would but without freeing the heap: output flushed, atexit
+    handlers run (logging's flush among them). Returns (the normal exit follows) if the output cannot be
+    flushed, so a closed pipe is reported as it always is."""
+    import atexit
+    import os
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:

@@ -29,9 +29,16 @@ from scheduler.core.profile import build_scheduler
 from scheduler.core.scheduler import Scheduler
 from scheduler.framework.node_selector import RequiredNodeAffinity
 from scheduler.framework.objects import KINDS, NAMESPACE, RESOURCE_CLAIM, SYSTEM_NAMESPACES
-from scheduler.framework.types import ParseError, PodInfo, parse_node, parse_pod, tolerations_tolerate
+from scheduler.framework.types import (
+    ParseError,
+    PodInfo,
+    parse_node,
+    parse_pod,
+    parse_pod_like,
+    tolerations_tolerate,
+)
 from scheduler.plugins.dynamic_resources.claims import ClaimError, allocation_of, allocation_results, claim_name
-from scheduler.validation import validate
+from scheduler.validation import PodSpecMemo, validate
 
 JSON = dict[str, Any]
 SUPPORTED_KINDS = ("Node", "Pod", "DaemonSet", *sorted(KINDS))
@@ -306,16 +313,21 @@ def read_cluster(path: str, progress: Callable[[str], None] | None = None) -> Do
             del text
     except DocumentError as exc:
         raise InputError(str(exc)) from exc
-    return documents_from(docs, path, progress)
+    return documents_from(docs, path, progress, json_values=doc is not None)
 
 
-def documents_from(docs: list[Any], source: str, progress: Callable[[str], None] | None = None) -> Documents:
-    """The objects of parsed documents (v1 Lists flattened), each validated, pods parsed after admission."""
+def documents_from(
+    docs: list[Any], source: str, progress: Callable[[str], None] | None = None, *, json_values: bool = False
+) -> Documents:
+    """The objects of parsed documents (v1 Lists flattened), each validated, pods parsed after admission.
+    `json_values`: they come from a JSON decoder (no dates, bytes or tuples, as YAML may hold)."""
     if progress is not None:
         count = sum(len(d["items"]) if isinstance(d, dict) and isinstance(d.get("items"), list) else 1 for d in docs)
         progress(f"checking {count:,} objects as kube-apiserver would")
     objects: list[JSON] = []
     pods: list[tuple[str, JSON]] = []  # (where, pod) to parse once their priority is admitted
+    # Off with the other caches (tests/test_caching_parity.py compares).
+    memo = PodSpecMemo(json_values=json_values) if caching.ENABLED else None
     for index, doc in enumerate(docs):
         if doc is None:
             continue
@@ -327,19 +339,28 @@ def documents_from(docs: list[Any], source: str, progress: Callable[[str], None]
             if not isinstance(items, list):
                 raise InputError(f"{where}: items: expected a list")
             for j, item in enumerate(items):
-                objects.append(_validated(item, f"{where}: items[{j}]"))
+                objects.append(_validated(item, f"{where}: items[{j}]", memo))
                 if item.get("kind") == "Pod":
                     pods.append((_label(item, f"{where}: items[{j}]"), item))
         else:
-            objects.append(_validated(doc, where))
+            objects.append(_validated(doc, where, memo))
             if doc.get("kind") == "Pod":
                 pods.append((_label(doc, where), doc))
     _refuse_duplicates(objects, source)
     admit_priorities(objects, source)
     documents = Documents(objects)
+    # A bound pod's spec that an earlier bound pod had (PodSpecMemo's key, taken before admission: admission
+    # reads the spec and the file's PriorityClasses only, so equal keys stay equal specs) is parsed once.
+    templates: dict[bytes, PodInfo] = {}
     for where, obj in pods:
+        key = memo.keys.get(id(obj)) if memo is not None else None
+        bound = key is not None and bool(obj["spec"].get("nodeName"))
         try:
-            documents.parsed[id(obj)] = parse_pod(obj)
+            template = templates.get(key) if key is not None and bound else None
+            info = parse_pod_like(template, obj) if template is not None else parse_pod(obj)
+            documents.parsed[id(obj)] = info
+            if key is not None and bound and template is None:
+                templates[key] = info
         except ParseError as exc:
             raise InputError(f"{where}: {exc}") from exc
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -374,7 +395,7 @@ def _label(obj: JSON, where: str) -> str:
     return f"{where} ({obj.get('kind')} {name or '?'})"
 
 
-def _validated(obj: Any, where: str) -> JSON:
+def _validated(obj: Any, where: str, memo: PodSpecMemo | None = None) -> JSON:
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected an object")
     kind = obj.get("kind")
@@ -382,7 +403,7 @@ def _validated(obj: Any, where: str) -> JSON:
         raise InputError(f"{where}: kind: unsupported value {kind!r}; supported: {', '.join(SUPPORTED_KINDS)}")
     label = _label(obj, where)
     namespaced = kind in ("Pod", "DaemonSet") or (kind in KINDS and KINDS[kind].namespaced)
-    errors = validate(obj, namespaced=namespaced)
+    errors = validate(obj, namespaced=namespaced, memo=memo)
     if errors:
         shown = "; ".join(errors[:5]) + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else "")
         raise InputError(f"{label}: {shown}")

@@ -10,10 +10,14 @@ scheduling nonsense. Messages follow field.Error's shape (`path: Invalid value: 
 
 from __future__ import annotations
 
+import io
 import ipaddress
+import pickle
 import re
 from collections.abc import Mapping
 from typing import Any, Final
+
+import msgspec
 
 from scheduler.framework.labels import (
     SelectorError,
@@ -862,13 +866,74 @@ KIND_VALIDATORS: Final[dict[str, Any]] = {
 # Entry point
 
 
-def validate(obj: Mapping[str, Any], namespaced: bool = True) -> list[str]:
-    """Field errors the API server would report for this object's scheduling-relevant fields (empty: valid)."""
+class PodSpecMemo:
+    """The pod specs one load found valid, keyed by their exact content with spec.nodeName blanked: the bound
+    pods of a Deployment share their spec but for nodeName, so each distinct spec is checked once.
+
+    The key is a pickle without memo (type-exact: 1, 1.0, True, "1", b"1", a tuple and a list all differ; the
+    same for equal values whatever objects they share); nodeName, the one spec field left out, is checked
+    per pod. Only error-free specs are remembered, so a pod with errors is always checked whole and its
+    message is what `validate` alone says. `json_values`: the objects hold only what a JSON decoder makes
+    (dict, list, str, int, float, bool, None), which MessagePack keeps apart as exactly, at half the cost.
+    """
+
+    __slots__ = ("_dump", "keys", "valid")
+
+    def __init__(self, *, json_values: bool = False) -> None:
+        self.valid: set[bytes] = set()
+        self.keys: dict[int, bytes] = {}  # id(pod object) -> its spec's key, for callers that parse it next
+        self._dump = msgspec.msgpack.Encoder().encode if json_values else _pickled
+
+    def key(self, obj: Mapping[str, Any]) -> bytes | None:
+        """The key of the pod's spec (None when it cannot have one), remembered under id(obj)."""
+        spec = obj.get("spec")
+        if type(spec) is not dict:
+            return None
+        blanked = "nodeName" in spec
+        node_name = spec.get("nodeName")
+        if blanked:
+            spec["nodeName"] = ""
+        try:
+            key = self._dump(spec)
+        except Exception:  # anything unencodable or recursive (YAML aliases): checked whole, every time
+            return None
+        finally:
+            if blanked:
+                spec["nodeName"] = node_name
+        self.keys[id(obj)] = key
+        return key
+
+
+def _pickled(value: Any) -> bytes:
+    """A pickle without memo: equal values pickle the same whether or not they share objects."""
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, 5)
+    pickler.fast = True
+    pickler.dump(value)
+    return buf.getvalue()
+
+
+def _node_name_valid(spec: Mapping[str, Any]) -> bool:
+    """_pod_spec's one check of spec.nodeName passes (the field PodSpecMemo's key leaves out)."""
+    value = spec.get("nodeName")
+    return value is None or (isinstance(value, str) and (not value or not dns1123_subdomain_errors(value)))
+
+
+def validate(obj: Mapping[str, Any], namespaced: bool = True, memo: PodSpecMemo | None = None) -> list[str]:
+    """Field errors the API server would report for this object's scheduling-relevant fields (empty: valid).
+
+    With a memo, a pod whose spec (nodeName aside) an earlier pod of the same load had without errors skips
+    the spec's checks but nodeName's."""
     errs = _Errors()
     kind = obj.get("kind")
     _metadata(errs, obj, namespaced)
     if kind == "Pod":
-        _pod_spec(errs, obj.get("spec"), "spec")
+        key = memo.key(obj) if memo is not None else None
+        if key is None or memo is None or key not in memo.valid or not _node_name_valid(obj["spec"]):
+            before = len(errs)
+            _pod_spec(errs, obj.get("spec"), "spec")
+            if key is not None and memo is not None and len(errs) == before:
+                memo.valid.add(key)
         status = errs.mapping(obj.get("status"), "status")  # the scheduler writes conditions into it
         if status:
             for i, condition in enumerate(errs.items(status.get("conditions"), "status.conditions")):

@@ -730,6 +730,16 @@ def _preempted_by_scheduler(status: Mapping[str, Any]) -> bool:
     return False
 
 
+def _controller(meta: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """(kind, name, uid, apiVersion) of the pod's controller owner reference (the last one marked), or ""s."""
+    owner = ("", "", "", "")
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            owner = (str(ref.get("kind", "")), str(ref.get("name", "")), str(ref.get("uid", "")),
+                     str(ref.get("apiVersion", "")))
+    return owner
+
+
 def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     """Parse a v1 Pod dict; raise ParseError naming the field when the pod cannot be understood."""
     meta = obj.get("metadata") or {}
@@ -757,11 +767,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     images = [c.get("image") or "" for c in (spec.get("initContainers") or [])]
     images += [c.get("image") or "" for c in containers]
     image_volumes = _image_volumes(spec)
-    owner_kind = owner_name = owner_uid = owner_api_version = ""
-    for ref in meta.get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller"):
-            owner_kind, owner_name = str(ref.get("kind", "")), str(ref.get("name", ""))
-            owner_uid, owner_api_version = str(ref.get("uid", "")), str(ref.get("apiVersion", ""))
+    owner_kind, owner_name, owner_uid, owner_api_version = _controller(meta)
     namespace = str(meta.get("namespace") or "default")
     status = obj.get("status") or {}
     if not isinstance(status, dict):
@@ -844,6 +850,104 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         annotations=_annotations(meta),
         raw=None if spec.get("nodeName") else MappingProxyType(obj) if isinstance(obj, dict) else obj,
     )
+
+
+# PodInfo's fields parse_pod derives from the spec alone when spec.nodeName is set (it then keeps no raw object
+# and no fingerprint): what the bound pods of one Deployment share. parse_pod_like reads the others per pod.
+SPEC_FIELDS: Final = frozenset({
+    "scheduler_name", "priority", "requests", "non_zero_cpu", "non_zero_memory", "host_ports", "tolerations",
+    "node_selector", "affinity", "images", "num_containers", "image_volumes", "scheduling_gates",
+    "preemption_policy", "topology_spread_constraints", "resource_claims", "extended_requests",
+    "has_pod_affinity", "has_required_anti_affinity", "inferred_features", "container_requests",
+})
+
+
+def parse_pod_like(template: PodInfo, obj: Mapping[str, Any]) -> PodInfo:
+    """parse_pod of a bound pod whose spec equals (value and type, spec.nodeName aside) the spec `template`
+    was parsed from, also a bound pod's: the caller proves it (simulate keys specs with validation's
+    PodSpecMemo). The spec's fields are shared as `with_node` shares them; the object's own are read from obj.
+    Whatever does not fit that, or fails, goes to parse_pod, so results and errors are parse_pod's own."""
+    meta, spec = obj.get("metadata"), obj.get("spec")
+    if (
+        not template.node_name
+        or not isinstance(meta, dict)
+        or not meta.get("name")
+        or not isinstance(spec, dict)
+        or not spec.get("nodeName")
+    ):
+        return parse_pod(obj)
+    try:
+        name = str(meta["name"])
+        namespace = str(meta.get("namespace") or "default")
+        status = obj.get("status") or {}
+        if not isinstance(status, dict):
+            status = {}
+        if template.pvc_names == template.claim_names:  # no ephemeral volume: the claim names do not name the pod
+            volumes, pvc_names, claim_names = template.volumes, template.pvc_names, template.claim_names
+        else:
+            volumes, pvc_names, claim_names = _volumes(spec, name)
+        claim_statuses: tuple[tuple[str, str | None], ...] = ()
+        extended_claim = ""
+        if template.resource_claims or status.get("extendedResourceClaimStatus"):
+            claim_statuses, extended_claim = _claim_statuses(status)
+        requests = (template.requests, template.non_zero_cpu, template.non_zero_memory)
+        accounted = None
+        if uses_status_resources(spec, status):
+            accounted = compute_node_accounting(spec, status)
+            if accounted == requests:
+                accounted = None
+        owner_kind, owner_name, owner_uid, owner_api_version = _controller(meta)
+        return PodInfo(
+            uid=str(meta.get("uid") or f"{namespace}/{name}"),
+            namespace=namespace,
+            name=name,
+            node_name=str(spec["nodeName"]),
+            scheduler_name=template.scheduler_name,
+            priority=template.priority,
+            labels=dict(meta.get("labels") or {}),
+            terminating=bool(meta.get("deletionTimestamp")),
+            phase=str(status.get("phase") or ""),
+            requests=template.requests,
+            non_zero_cpu=template.non_zero_cpu,
+            non_zero_memory=template.non_zero_memory,
+            host_ports=template.host_ports,
+            tolerations=template.tolerations,
+            node_selector=template.node_selector,
+            affinity=template.affinity,
+            images=template.images,
+            num_containers=template.num_containers,
+            image_volumes=template.image_volumes,
+            nominated_node_name=str(status.get("nominatedNodeName") or ""),
+            scheduling_gates=template.scheduling_gates,
+            preemption_policy=template.preemption_policy,
+            owner_kind=owner_kind,
+            owner_name=owner_name,
+            resource_version=str(meta.get("resourceVersion") or ""),
+            generation=_int_field(meta.get("generation"), "metadata.generation"),
+            creation_timestamp=str(meta.get("creationTimestamp") or ""),
+            spec_fingerprint=0,
+            topology_spread_constraints=template.topology_spread_constraints,
+            volumes=volumes,
+            pvc_names=pvc_names,
+            claim_names=claim_names,
+            resource_claims=template.resource_claims,
+            resource_claim_statuses=claim_statuses,
+            extended_resource_claim=extended_claim,
+            extended_requests=template.extended_requests,
+            has_pod_affinity=template.has_pod_affinity,
+            has_required_anti_affinity=template.has_required_anti_affinity,
+            start_time=str(status.get("startTime") or ""),
+            preempted_by_scheduler=_preempted_by_scheduler(status),
+            owner_uid=owner_uid,
+            owner_api_version=owner_api_version,
+            inferred_features=template.inferred_features,
+            accounted=accounted,
+            container_requests=template.container_requests,
+            annotations=_annotations(meta),
+            raw=None,
+        )
+    except (ParseError, KeyError, TypeError, AttributeError, ValueError):
+        return parse_pod(obj)
 
 
 # ---------------------------------------------------------------------------------------------------------
