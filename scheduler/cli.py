@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 EXIT_PENDING = 1  # simulate --fail-on-pending: some pod stayed Pending (like diff's 1: "differences found")
+EXIT_BROKEN_PIPE = 141  # the reader of our output went away (`| head`): a shell's code for a command SIGPIPE ended
 
 
 def _split_pod_ref(ref: str) -> tuple[str, str]:
@@ -273,10 +274,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     global _HEAP_DISPOSABLE
     _HEAP_DISPOSABLE = False
     args = build_parser().parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+        sys.stdout.flush()  # a reader gone after the last write is seen here, not at interpreter exit
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
     if argv is None and _HEAP_DISPOSABLE:
         _exit_without_teardown(code)
     return code
+
+
+def _discard_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null: the interpreter's own flush at exit then finds nothing to
+    complain about, so `pyscheduler simulate ... | head -1` ends without a traceback, like other commands."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (an in-process caller's captured stdout)
+        pass
 
 
 def _exit_without_teardown(code: int) -> None:

@@ -208,6 +208,7 @@ def _backlog(scheduler: str, first_to_last: float, **more: Any) -> RunResult:
         first_to_last_bound_s=first_to_last,
         drain_pods_per_s=500 / first_to_last,
         cpu_ms_per_pod=2.0,
+        cpu_ms_per_pod_with_events=2.5,
         cpu_seconds=5.0,
         peak_rss_mib=100.0,
         apiserver_ms_per_pod=4.0,
@@ -239,12 +240,12 @@ def test_backlog_table_shows_medians_ratios_and_fractions_of_the_ceiling() -> No
     up = _row(table, UPSTREAM)
     # start->last 5.0 s: the ceiling's 0.5 s is 10% of it; pods/s 167 of 1000
     assert up[2:6] == ["5.0 (10%)", "3.5 (14%)", "3.0 (17%)", "167 (17%)"]
-    assert up[6:] == ["2.00", "5.0", "100", "4.00", "3/3"]
+    assert up[6:] == ["2.00", "2.50", "5.0", "100", "4.00", "3/3"]
     py = _row(table, PYSCHEDULER)
     assert py[4:6] == ["1.5 (33%)", "333 (33%)"] and py[-1] == "2/3"
     assert _row(table, "py/upstream")[2:6] == ["0.70x", "0.57x", "0.50x", "2.00x"]
     ceiling = _row(table, CEILING)
-    assert ceiling[2:] == ["-", "-", "0.5", "1000", "-", "-", "-", "3.00", "1/1"]
+    assert ceiling[2:] == ["-", "-", "0.5", "1000", "-", "-", "-", "-", "3.00", "1/1"]
     assert "99" not in table
 
 

@@ -59,3 +59,17 @@ def test_simulate_exits_without_teardown(dump: Path, args: list[str], code: int,
         out = proc.stdout
         placed = json.loads(out)["pods"] if "-o" in args else out
         assert "big" in str(placed) and "fits" in str(placed)
+
+
+def test_a_reader_gone_ends_simulate_quietly(dump: Path) -> None:
+    """`pyscheduler simulate ... | head -0`: our stdout's reader is gone before we write; the command ends with
+    the shell's SIGPIPE code and no traceback (Python ignores SIGPIPE, so the write raises BrokenPipeError)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "simulate", str(dump)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # no reader left: the child's first write fails with EPIPE
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
