@@ -361,8 +361,17 @@ SHAPES: dict[str, Shape] = {
 # ---------------------------------------------------------------------------------------------- the runs
 
 
+# Shapes run alone, after the others: an `All` request fails with "resource pool ... is currently being
+# updated" while ANY pool on the node is incomplete, whatever its driver (upstream's allocator checks every
+# pool before the class's selectors), and the partitionable shape's pool is two slices, created and deleted
+# one after the other: played at once, which scheduler sees that window depends on timing (seen in CI).
+SOLO = ("all",)
+SETTLE = 2.0  # seconds for the schedulers' slice informers to see the other shapes' deletions
+
+
 async def play(api: Any, scheduler: str, prefix: str, nodes: list[str]) -> dict[str, JSON]:
-    """Every shape at once for one scheduler; a shape that fails records its error instead of an outcome."""
+    """Every shape at once for one scheduler, then the SOLO ones one by one; a shape that fails records its
+    error instead of an outcome."""
 
     async def one(name: str, shape: Shape) -> JSON:
         labels = {ADMIN_LABEL: "true"} if name == "admin" else None
@@ -373,8 +382,12 @@ async def play(api: Any, scheduler: str, prefix: str, nodes: list[str]) -> dict[
         except Exception as e:  # the shape's own test reports it
             return {"error": f"{type(e).__name__}: {e}"}
 
-    results = await asyncio.gather(*(one(name, shape) for name, shape in SHAPES.items()))
-    return dict(zip(SHAPES, results, strict=True))
+    together = [name for name in SHAPES if name not in SOLO]
+    results = dict(zip(together, await asyncio.gather(*(one(name, SHAPES[name]) for name in together)), strict=True))
+    for name in SOLO:
+        await asyncio.sleep(SETTLE)
+        results[name] = await one(name, SHAPES[name])
+    return {name: results[name] for name in SHAPES}
 
 
 @contextlib.asynccontextmanager
