@@ -18,7 +18,15 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.e2e.kube import JSON, get_pod, list_pods, pod_manifest, request_json, status_condition, wait_for
+from tests.e2e.kube import (
+    JSON,
+    get_pod,
+    list_pods,
+    pod_manifest,
+    request_json,
+    scheduling_failure_message,
+    wait_for,
+)
 
 UPSTREAM = "default-scheduler"
 OURS = "pyscheduler"
@@ -191,16 +199,9 @@ class Run:
 
     async def wait_message(self, name: str, within: float = 90) -> str:
         """The PodScheduled=False message; the pod must stay unbound."""
-
-        async def probe() -> str | None:
-            pod = await get_pod(self.api, self.namespace, name)
-            assert not pod["spec"].get("nodeName"), f"{self.scheduler} bound {name} to {pod['spec']['nodeName']}"
-            cond = status_condition(pod, "PodScheduled")
-            if cond and cond.get("status") == "False" and cond.get("message"):
-                return str(cond["message"])
-            return None
-
-        return await wait_for(probe, what=f"PodScheduled=False on {self.namespace}/{name}", within=within)
+        return await scheduling_failure_message(
+            self.api, self.namespace, name, scheduler=self.scheduler, within=within
+        )
 
     async def allocation(self, claim_name: str) -> JSON:
         """What a bound pod's claim records: devices, node selector (as n1..n3), reservations, finalizer."""

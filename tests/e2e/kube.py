@@ -137,6 +137,23 @@ async def unschedulable_message(
     return await wait_for(probe, what=f"PodScheduled=False on {namespace}/{name}", within=within)
 
 
+async def scheduling_failure_message(
+    api_client: ApiClient, namespace: str, name: str, *, scheduler: str, within: float = 90
+) -> str:
+    """The pod's PodScheduled=False message, whatever its reason (a plugin's Error too); `scheduler` must leave
+    the pod unbound meanwhile."""
+
+    async def probe() -> str | None:
+        pod = await get_pod(api_client, namespace, name)
+        assert not pod["spec"].get("nodeName"), f"{scheduler} bound {name} to {pod['spec']['nodeName']}"
+        cond = status_condition(pod, "PodScheduled")
+        if cond and cond.get("status") == "False" and cond.get("message"):
+            return str(cond["message"])
+        return None
+
+    return await wait_for(probe, what=f"PodScheduled=False on {namespace}/{name}", within=within)
+
+
 async def failed_scheduling_note(api_client: ApiClient, namespace: str, name: str, *, within: float = 60) -> str:
     """The note of the pod's FailedScheduling event (events.k8s.io/v1)."""
 

@@ -41,6 +41,7 @@ from tests.e2e.kube import (
     list_pods,
     pod_manifest,
     request_json,
+    scheduling_failure_message,
     status_condition,
     wait_for,
 )
@@ -172,16 +173,9 @@ class Run:
 
     async def wait_message(self, name: str, within: float = 90) -> str:
         """The PodScheduled=False message; the pod must stay unbound."""
-
-        async def probe() -> str | None:
-            pod = await get_pod(self.api, self.namespace, name)
-            assert not pod["spec"].get("nodeName"), f"{self.scheduler} bound {name} to {pod['spec']['nodeName']}"
-            cond = status_condition(pod, "PodScheduled")
-            if cond and cond.get("status") == "False" and cond.get("message"):
-                return str(cond["message"])
-            return None
-
-        return await wait_for(probe, what=f"PodScheduled=False on {self.namespace}/{name}", within=within)
+        return await scheduling_failure_message(
+            self.api, self.namespace, name, scheduler=self.scheduler, within=within
+        )
 
     async def cleanup(self) -> None:
         """Unblock and delete what the run created: claims' and PVs' protection finalizers (no protection
