@@ -118,7 +118,10 @@ def _labels(errs: _Errors, raw: Any, path: str) -> None:
             errs.append(invalid(f"{path}[{key}]", value, "; ".join(label_value_errors(value))))
 
 
-def _metadata(errs: _Errors, obj: Mapping[str, Any], namespaced: bool) -> None:
+def _metadata(
+    errs: _Errors, obj: Mapping[str, Any], namespaced: bool, valid_labels: set[tuple[Any, ...]] | None = None
+) -> None:
+    """`valid_labels`: label maps (as item tuples) found valid earlier in this load, not checked again."""
     meta = errs.mapping(obj.get("metadata"), "metadata")
     if meta is None:
         return
@@ -131,7 +134,20 @@ def _metadata(errs: _Errors, obj: Mapping[str, Any], namespaced: bool) -> None:
         ns = errs.string(meta.get("namespace"), "metadata.namespace")
         if ns and (len(ns) > 63 or not _DNS1123_LABEL_RE.fullmatch(ns)):
             errs.append(invalid("metadata.namespace", ns, _DNS1123_LABEL_ERR))
-    _labels(errs, meta.get("labels"), "metadata.labels")
+    labels = meta.get("labels")
+    if valid_labels is None or type(labels) is not dict:
+        _labels(errs, labels, "metadata.labels")
+    else:
+        items = tuple(labels.items())
+        try:
+            known = items in valid_labels
+        except TypeError:  # an unhashable value: invalid, and checked below
+            known, items = False, ()
+        if not known:
+            before = len(errs)
+            _labels(errs, labels, "metadata.labels")
+            if items and len(errs) == before:
+                valid_labels.add(items)
     _owner_references(errs, meta.get("ownerReferences"))
 
 
@@ -142,6 +158,8 @@ def _owner_references(errs: _Errors, raw: Any) -> None:
     """ValidateOwnerReferences' rule the scheduler depends on (it reads the controller): at most one."""
     refs = [r for r in errs.items(raw, "metadata.ownerReferences") if isinstance(r, Mapping)]
     controllers = [f"{r.get('kind')}/{r.get('name')}" for r in refs if r.get("controller") is True]
+    if len(controllers) < 2:
+        return
     shown = [{k: r[k] for k in _OWNER_FIELDS if k in r} for r in refs]
     for other in controllers[1:]:
         detail = (
@@ -875,17 +893,27 @@ class PodSpecMemo:
     per pod. Only error-free specs are remembered, so a pod with errors is always checked whole and its
     message is what `validate` alone says. `json_values`: the objects hold only what a JSON decoder makes
     (dict, list, str, int, float, bool, None), which MessagePack keeps apart as exactly, at half the cost.
+    The valid label maps are remembered the same way, as (key, value) tuples (a valid map holds strings
+    only, and a string equals only a string).
     """
 
-    __slots__ = ("_dump", "keys", "valid")
+    __slots__ = ("_dump", "_known", "keys", "labels", "valid")
 
-    def __init__(self, *, json_values: bool = False) -> None:
+    def __init__(self, *, json_values: bool = False, known: Mapping[int, bytes] | None = None) -> None:
         self.valid: set[bytes] = set()
+        self.labels: set[tuple[Any, ...]] = set()  # metadata.labels found valid, as (key, value) tuples
         self.keys: dict[int, bytes] = {}  # id(pod object) -> its spec's key, for callers that parse it next
         self._dump = msgspec.msgpack.Encoder().encode if json_values else _pickled
+        # id(pod object) -> a key its decoder made (config/json_dump.py: the spec's JSON text with nodeName cut
+        # out, equally exact; its prefix keeps it apart from the keys made here)
+        self._known = known or {}
 
     def key(self, obj: Mapping[str, Any]) -> bytes | None:
         """The key of the pod's spec (None when it cannot have one), remembered under id(obj)."""
+        known = self._known.get(id(obj))
+        if known is not None:
+            self.keys[id(obj)] = known
+            return known
         spec = obj.get("spec")
         if type(spec) is not dict:
             return None
@@ -926,7 +954,7 @@ def validate(obj: Mapping[str, Any], namespaced: bool = True, memo: PodSpecMemo 
     the spec's checks but nodeName's."""
     errs = _Errors()
     kind = obj.get("kind")
-    _metadata(errs, obj, namespaced)
+    _metadata(errs, obj, namespaced, memo.labels if memo is not None else None)
     if kind == "Pod":
         key = memo.key(obj) if memo is not None else None
         if key is None or memo is None or key not in memo.valid or not _node_name_valid(obj["spec"]):
@@ -937,7 +965,8 @@ def validate(obj: Mapping[str, Any], namespaced: bool = True, memo: PodSpecMemo 
         status = errs.mapping(obj.get("status"), "status")  # the scheduler writes conditions into it
         if status:
             for i, condition in enumerate(errs.items(status.get("conditions"), "status.conditions")):
-                errs.mapping(condition, f"status.conditions[{i}]")
+                if type(condition) is not dict:
+                    errs.mapping(condition, f"status.conditions[{i}]")
     elif kind == "Node":
         _node(errs, obj)
     elif kind == "DaemonSet":

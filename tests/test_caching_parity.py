@@ -14,6 +14,7 @@ the CLI's (the YAML loader's scalar cache and simulate's parse memo are on that 
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import random
@@ -29,6 +30,7 @@ import yaml
 
 from scheduler import caching
 from scheduler.adapters.memory import MemoryCluster
+from scheduler.config.json_dump import load_json_list
 from scheduler.config.load import load_config
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core import schedule_one
@@ -43,7 +45,7 @@ from scheduler.logging_setup import V10
 from scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from scheduler.plugins.pod_topology_spread import PodTopologySpread
 from scheduler.plugins.registry import REGISTRY, implements, parse_plugin_args
-from scheduler.simulate import SimulationResult, load_documents, simulate
+from scheduler.simulate import SimulationResult, load_documents, read_cluster, simulate
 from scheduler.testing import csi_node, make_node, make_pod, make_pv, make_pvc, storage_class
 from tests.diff.scenario import OWNER_ANNOTATION, Features, generate
 
@@ -557,6 +559,38 @@ def test_decisions_do_not_depend_on_caches(seed: int, recorder: Recorder) -> Non
     assert with_caches == without, _first_difference(with_caches, without)
 
 
+_SHARED_SPECS: dict[int, int] = {}  # seed -> bound pods whose spec the JSON loader shared
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_json_dump_decides_as_the_plain_run(seed: int, recorder: Recorder, tmp_path: Path) -> None:
+    """The workload, with twins of some bound pods (the same spec, another name), as a JSON List read by
+    read_cluster (each distinct bound-pod spec decoded once, config/json_dump.py) with every cache, against
+    YAML and load_documents without any: the same decisions."""
+    rng = random.Random(seed)
+    objects = workload(seed)
+    twins = []
+    for obj in objects:
+        if obj["kind"] == "Pod" and obj["spec"].get("nodeName") and rng.random() < 0.5:
+            twin = copy.deepcopy(obj)
+            twin["metadata"].update(name=f"{obj['metadata']['name']}-twin", uid=f"{obj['metadata'].get('uid')}-twin")
+            twins.append(twin)
+    objects = [*objects, *twins] if seed % 2 else [*twins, *objects]
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    with caching.caches_enabled():
+        listed = load_json_list(path.read_bytes())
+        assert listed is not None, "every kind of the workload must take the shared-spec decoder"
+        _SHARED_SPECS[seed] = len(listed[1])
+        docs = read_cluster(str(path))
+        fast = decisions(simulate(docs, None, seed=seed, own_objects=True), recorder)
+    recorder.clear()
+    with caching.caches_disabled():
+        plain = decisions(run(copy.deepcopy(objects), seed, None), recorder)
+    recorder.clear()
+    assert fast == plain, _first_difference(fast, plain)
+
+
 @pytest.mark.parametrize("seed", SEEDS[:5])
 def test_decisions_do_not_depend_on_caches_most_allocated(seed: int, recorder: Recorder) -> None:
     """NodeResourcesFit's MostAllocated strategy (another inlined, memoized score loop)."""
@@ -595,6 +629,8 @@ def test_the_workloads_exercise_what_the_caches_serve(recorder: Recorder) -> Non
         for key, value in _EXERCISED[seed].items():
             totals[key] = totals.get(key, 0) + value
     assert totals and all(v > 0 for v in totals.values()), totals
+    if _SHARED_SPECS:  # the JSON dump test ran in this session: its twins shared specs
+        assert sum(_SHARED_SPECS.values()) > 0, _SHARED_SPECS
     if _SHAPES_EXERCISED:  # the shape workloads ran in this session: they reused and recomputed rows
         assert all(v > 0 for v in _SHAPES_EXERCISED.values()), _SHAPES_EXERCISED
 

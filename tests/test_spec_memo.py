@@ -192,3 +192,14 @@ def test_load_parses_each_pod_as_parse_pod() -> None:
         got, want = docs.parsed[id(obj)], parse_pod(obj)
         assert [getattr(got, n) for n in _POD_FIELDS] == [getattr(want, n) for n in _POD_FIELDS]
     assert len({id(docs.parsed[id(o)].tolerations) for o in docs}) == 1  # one spec, parsed once
+
+
+@pytest.mark.parametrize("labels", [{"app": {"a": 1}}, {"app": ["x"]}, {"app": "-bad-"}, {}])
+def test_label_memo_gives_what_checking_whole_gives(labels: JSON) -> None:
+    """The memo of valid label maps: an invalid map (unhashable values too) gets validate's own errors, also
+    after a valid map of the same keys was remembered."""
+    memo = PodSpecMemo(json_values=True)
+    assert validate(bound("web-1"), memo=memo) == []
+    obj = bound("web-2")
+    obj["metadata"]["labels"] = labels
+    assert validate(obj, memo=memo) == validate(copy.deepcopy(obj))

@@ -44,7 +44,7 @@ from scheduler.framework.objects import (
     object_key,
 )
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
-from scheduler.framework.types import PodInfo
+from scheduler.framework.types import NodeRecord, PodInfo
 from scheduler.storage import volume as st
 
 JSON = dict[str, Any]
@@ -120,12 +120,13 @@ class MemoryCluster:
 
     # ------------------------------------------------------------------ objects in
 
-    def apply_node(self, obj: JSON) -> None:
+    def apply_node(self, obj: JSON, parsed: NodeRecord | None = None) -> None:
+        """Create or replace a node; `parsed` is parse_node(obj) when the caller has it."""
         name = str(obj["metadata"]["name"])
         kind = MODIFIED if name in self.nodes else "ADDED"
         self.nodes[name] = obj
         if self.scheduler is not None:
-            self.scheduler.events.on_node_event(kind, self.nodes[name])
+            self.scheduler.events.on_node_event(kind, self.nodes[name], parsed)
 
     def apply_pod(self, obj: JSON, parsed: PodInfo | None = None) -> None:
         """Create or replace a pod; `parsed` is parse_pod(obj) when the caller has it (saves parsing twice)."""

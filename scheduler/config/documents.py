@@ -18,6 +18,7 @@ YAML 1.1's readings kept (`fast_yaml`), the rest through libyaml with PyYAML's c
 from __future__ import annotations
 
 import json
+import mmap
 import re
 from typing import Any, Final
 
@@ -159,7 +160,7 @@ def load_all(text: str, source: str) -> list[Any]:
     return house(text)
 
 
-def load_json_bytes(data: bytes) -> Any | None:
+def load_json_bytes(data: bytes | mmap.mmap) -> Any | None:
     """The JSON document in `data` decoded straight from bytes (no str copy of a 500 MB dump), or None when
     it does not look like JSON or msgspec refuses it: then decode_text and load_all give the answer."""
     if not caching.ENABLED or _JSON_START.match(data) is None:

@@ -66,8 +66,9 @@ class EventHandlers:
 
     # ------------------------------------------------------------------ nodes
 
-    def on_node_event(self, kind: str | None, obj: Mapping[str, Any]) -> None:
-        """Apply a node watch event (kind None is an object from a LIST)."""
+    def on_node_event(self, kind: str | None, obj: Mapping[str, Any], parsed: NodeRecord | None = None) -> None:
+        """Apply a node watch event (kind None is an object from a LIST); `parsed` is parse_node(obj) when
+        the caller has it."""
         s = self.s
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
@@ -83,7 +84,7 @@ class EventHandlers:
             # and drop every result kept for it. (A MODIFIED event is always applied.)
             return
         try:
-            record = parse_node(obj)
+            record = parsed if parsed is not None else parse_node(obj)
         except ParseError as exc:
             log.error("cannot parse node", extra={"node": name, "error": str(exc)})
             return

@@ -552,6 +552,13 @@ class Scheduler:
                 return
             await asyncio.gather(*busy, return_exceptions=True)
 
+    def settled(self) -> bool:
+        """Nothing queued, in a binding cycle, in the background or waiting at Permit: run_until_idle would
+        return at once (the simulator skips the call for each object of a dump that changes nothing)."""
+        if self._bind_tasks or self._background or not self.queue.empty():
+            return False
+        return all(not fwk.waiting_pods for fwk in self.profiles.values()) or self.next_permit_deadline() is None
+
     async def run_until_idle(
         self,
         advance: Callable[[float], None] | None = None,

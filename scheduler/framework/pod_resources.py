@@ -115,12 +115,13 @@ def uses_status_resources(spec: Mapping[str, Any], status: Mapping[str, Any]) ->
         return True
     if status.get("allocatedResources") is not None or status.get("resources") is not None:
         return True
+    # (`type(x) is dict` first: the ABC check costs more than the rest for the usual decoded object)
     for cond in status.get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") == RESIZE_PENDING:
+        if (type(cond) is dict or isinstance(cond, Mapping)) and cond.get("type") == RESIZE_PENDING:
             return True
     for key in ("containerStatuses", "initContainerStatuses"):
         for cs in status.get(key) or ():
-            if isinstance(cs, Mapping) and (
+            if (type(cs) is dict or isinstance(cs, Mapping)) and (
                 cs.get("allocatedResources") is not None or cs.get("resources") is not None
             ):
                 return True

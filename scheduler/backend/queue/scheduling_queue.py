@@ -549,6 +549,10 @@ class SchedulingQueue:
             return None
         return self._in_flight.get(uid)
 
+    def empty(self) -> bool:
+        """No pod waits in any queue (len() == 0, without counting)."""
+        return not (self._active or self._backoff or self._unschedulable or self._gated)
+
     def __len__(self) -> int:
         """Pods waiting in any queue (in-flight pods excluded)."""
         return sum(self.pending().values())

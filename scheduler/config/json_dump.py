@@ -1,0 +1,159 @@
+"""A `kubectl get -o json` List decoded with each distinct bound-pod spec decoded once.
+
+The bound pods of one Deployment carry the same spec but for `spec.nodeName`: in a 5000-node dump, 50,000
+copies of a few specs are half the bytes. Here the List's items are read with their specs left as raw JSON;
+each bound pod's spec text, its nodeName value cut out, is the key, and one key's spec is decoded once. Each
+pod gets its own top-level spec dict (its nodeName set in it), whose values it shares with the pods of its
+key: nothing simulate does writes below a spec's top level of a bound pod (it writes spec.nodeName,
+spec.priority and the like, and status), and tests/test_json_dump.py holds it to that.
+
+Exactness: equal keys are equal bytes but for the cut, so equal values of the same JSON types; the cut is the
+top-level nodeName's value only when decoding the key with two different stand-ins there gives each back as
+spec.nodeName (a nested "nodeName" or a duplicate key fails that, and those pods are decoded one by one).
+Every byte is decoded once: a key's text with its first pod, each cut value on its own. An item's own fields
+come in a fixed order (apiVersion, kind, metadata, spec, status; what kubectl prints). Anything else, an
+item field a Pod does not have, or a value msgspec refuses, returns None: the caller then decodes the whole
+document as before, with the messages it always gave.
+"""
+
+from __future__ import annotations
+
+import mmap
+import re
+from typing import Any, Final
+
+import msgspec
+
+_EMPTY: Final = msgspec.Raw(b"")
+
+
+class _Item(msgspec.Struct, forbid_unknown_fields=True):
+    """An item of any kind simulate reads: its fields are these (a field of none of them fails the decode)."""
+
+    apiVersion: Any = msgspec.UNSET
+    kind: Any = msgspec.UNSET
+    metadata: Any = msgspec.UNSET
+    spec: msgspec.Raw = _EMPTY
+    status: Any = msgspec.UNSET
+    # PriorityClass
+    value: Any = msgspec.UNSET
+    globalDefault: Any = msgspec.UNSET
+    description: Any = msgspec.UNSET
+    preemptionPolicy: Any = msgspec.UNSET
+    # StorageClass
+    provisioner: Any = msgspec.UNSET
+    parameters: Any = msgspec.UNSET
+    reclaimPolicy: Any = msgspec.UNSET
+    mountOptions: Any = msgspec.UNSET
+    allowVolumeExpansion: Any = msgspec.UNSET
+    volumeBindingMode: Any = msgspec.UNSET
+    allowedTopologies: Any = msgspec.UNSET
+    # CSIStorageCapacity
+    storageClassName: Any = msgspec.UNSET
+    capacity: Any = msgspec.UNSET
+    maximumVolumeSize: Any = msgspec.UNSET
+    nodeTopology: Any = msgspec.UNSET
+
+
+_OWN_FIELDS: Final = ("apiVersion", "kind", "metadata", "spec", "status")
+_OTHER_FIELDS: Final = tuple(f for f in _Item.__struct_fields__ if f not in _OWN_FIELDS)
+
+
+class _List(msgspec.Struct, forbid_unknown_fields=True):
+    items: list[_Item]
+    apiVersion: Any = msgspec.UNSET
+    kind: Any = msgspec.UNSET
+    metadata: Any = msgspec.UNSET
+
+
+_DECODE_LIST: Final = msgspec.json.Decoder(_List).decode
+_DECODE: Final = msgspec.json.Decoder().decode
+_NODE_NAME: Final = re.compile(rb'"nodeName"[ \t\r\n]*:[ \t\r\n]*("(?:[^"\\]|\\.)*")', re.DOTALL)
+_STAND_INS: Final = (b'"\\u0000pyscheduler:1"', b'"\\u0000pyscheduler:2"')
+KEY_PREFIX: Final = b"\x00json-spec:"
+"""Starts every key this module makes (no MessagePack or pickle key starts so), for PodSpecMemo."""
+
+
+class _Shared:
+    """Per load: each key's template spec (None: that key's pods are decoded one by one)."""
+
+    __slots__ = ("templates",)
+
+    def __init__(self) -> None:
+        self.templates: dict[bytes, dict[str, Any] | None] = {}
+
+    def template(self, key: bytes, before: bytes, after: bytes) -> dict[str, Any] | None:
+        if key in self.templates:
+            return self.templates[key]
+        first, second = (_DECODE(before + s + after) for s in _STAND_INS)
+        template = None
+        if (
+            type(first) is dict
+            and type(second) is dict
+            and first.get("nodeName") == _DECODE(_STAND_INS[0])
+            and second.get("nodeName") == _DECODE(_STAND_INS[1])
+        ):
+            template = first
+        self.templates[key] = template
+        return template
+
+
+def load_json_list(data: bytes | mmap.mmap) -> tuple[dict[str, Any], dict[int, bytes]] | None:
+    """The List document in `data` and, for each bound pod whose spec was shared, id(pod) -> its spec key;
+    None when `data` is not such a List or anything in it needs the general decoder."""
+    try:
+        top = _DECODE_LIST(data)
+        kind = top.kind
+        if not isinstance(kind, str) or not kind.endswith("List"):
+            return None
+        shared = _Shared()
+        keys: dict[int, bytes] = {}
+        items = [_item(item, shared, keys) for item in top.items]
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError, ValueError):
+        return None
+    doc: dict[str, Any] = {}
+    for name in ("apiVersion", "items", "kind", "metadata"):
+        value = items if name == "items" else getattr(top, name)
+        if value is not msgspec.UNSET:
+            doc[name] = value
+    return doc, keys
+
+
+def _item(item: _Item, shared: _Shared, keys: dict[int, bytes]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    if item.apiVersion is not msgspec.UNSET:
+        obj["apiVersion"] = item.apiVersion
+    if item.kind is not msgspec.UNSET:
+        obj["kind"] = item.kind
+    if item.metadata is not msgspec.UNSET:
+        obj["metadata"] = item.metadata
+    raw = bytes(item.spec)
+    if raw:
+        spec = _bound_spec(raw, shared, keys, obj) if item.kind == "Pod" else None
+        obj["spec"] = spec if spec is not None else _DECODE(raw)
+    if item.status is not msgspec.UNSET:
+        obj["status"] = item.status
+    for name in _OTHER_FIELDS:
+        value = getattr(item, name)
+        if value is not msgspec.UNSET:
+            obj[name] = value
+    return obj
+
+
+def _bound_spec(raw: bytes, shared: _Shared, keys: dict[int, bytes], obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod's spec built on its key's template, or None (not bound, or not shareable)."""
+    found = _NODE_NAME.search(raw)
+    if found is None:
+        return None
+    node_name = _DECODE(found.group(1))
+    if not isinstance(node_name, str) or not node_name:
+        return None  # a pending pod: its own spec, which binding writes into
+    before, after = raw[: found.start(1)], raw[found.end(1) :]
+    key = KEY_PREFIX + before + b"\x00" + after
+    template = shared.template(key, before, after)
+    if template is None:
+        return None
+    spec = dict(template)
+    spec["nodeName"] = node_name
+    keys[id(obj)] = key
+    return spec
