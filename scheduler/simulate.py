@@ -103,25 +103,30 @@ def _check_priority_class(obj: JSON) -> None:
         )
 
 
-def _admit_priority(spec: JSON, classes: Mapping[str, JSON], where: str) -> None:
+class _Refused(Exception):
+    """Priority admission refused a pod (the message without the object's name)."""
+
+
+def _admit_priority(spec: JSON, classes: Mapping[str, JSON]) -> None:
     """What the Priority admission plugin does at pod creation: spec.priority (and preemptionPolicy) from
     spec.priorityClassName, or from the globalDefault class (the lowest-valued one), or 0.
 
     A pod that already carries spec.priority (a dump of a live cluster) keeps it when its class is not in
-    the file; a value that contradicts a class in the file is refused with admission's message.
+    the file; a value that contradicts a class in the file is refused with admission's message
+    (_Refused, which the caller prefixes with the object it names).
     """
     name = spec.get("priorityClassName") or ""
     if not isinstance(name, str):
-        raise InputError(f"{where}: spec.priorityClassName: must be a string")
+        raise _Refused("spec.priorityClassName: must be a string")
     given = spec.get("priority")
     if given is not None and (isinstance(given, bool) or not isinstance(given, int)):
-        raise InputError(f"{where}: spec.priority: must be an integer")
+        raise _Refused("spec.priority: must be an integer")
     if name:
         cls = classes.get(name)
         if cls is None:
             if given is not None:
                 return  # a dump without its PriorityClass objects: trust the admitted value
-            raise InputError(f"{where}: no PriorityClass with name {name} was found")
+            raise _Refused(f"no PriorityClass with name {name} was found")
     else:
         defaults = [c for c in classes.values() if c.get("globalDefault") is True]
         cls = min(defaults, key=lambda c: int(c.get("value") or 0)) if defaults else None
@@ -129,15 +134,15 @@ def _admit_priority(spec: JSON, classes: Mapping[str, JSON], where: str) -> None
             spec["priorityClassName"] = str(cls["metadata"]["name"])
     value = int(cls.get("value") or 0) if cls is not None else 0
     if given is not None and given != value:
-        raise InputError(
-            f"{where}: the integer value of priority ({given}) must not be provided in pod spec; "
+        raise _Refused(
+            f"the integer value of priority ({given}) must not be provided in pod spec; "
             f"priority admission controller computed {value} from the given PriorityClass name"
         )
     spec["priority"] = value
     policy = str(cls.get("preemptionPolicy") or "PreemptLowerPriority") if cls is not None else "PreemptLowerPriority"
     if spec.get("preemptionPolicy") not in (None, policy):
-        raise InputError(
-            f"{where}: the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must not be provided in "
+        raise _Refused(
+            f"the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must not be provided in "
             f"pod spec; priority admission controller computed {policy} from the given PriorityClass name"
         )
     spec["preemptionPolicy"] = policy
@@ -148,14 +153,20 @@ def admit_priorities(objects: list[JSON], source: str = "input") -> None:
     the PriorityClasses of the whole file (they exist before the pods in a cluster) plus the system ones."""
     classes = _priority_classes(objects)
     for obj in objects:
-        name = (obj.get("metadata") or {}).get("name")
-        where = f"{source}: {obj.get('kind')} {name}"
-        if obj.get("kind") == "Pod" and isinstance(obj.get("spec"), dict):
-            _admit_priority(obj["spec"], classes, where)
-        elif obj.get("kind") == "DaemonSet":
-            template = ((obj.get("spec") or {}).get("template") or {}).get("spec")
-            if isinstance(template, dict):
-                _admit_priority(template, classes, f"{where}: spec.template")
+        kind = obj.get("kind")
+        try:
+            if kind == "Pod" and isinstance(obj.get("spec"), dict):
+                _admit_priority(obj["spec"], classes)
+            elif kind == "DaemonSet":
+                template = ((obj.get("spec") or {}).get("template") or {}).get("spec")
+                if isinstance(template, dict):
+                    try:
+                        _admit_priority(template, classes)
+                    except _Refused as exc:
+                        raise _Refused(f"spec.template: {exc}") from None
+        except _Refused as exc:
+            name = (obj.get("metadata") or {}).get("name")
+            raise InputError(f"{source}: {kind} {name}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)

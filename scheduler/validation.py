@@ -156,10 +156,10 @@ _OWNER_FIELDS: Final = ("apiVersion", "kind", "name", "uid", "controller", "bloc
 
 def _owner_references(errs: _Errors, raw: Any) -> None:
     """ValidateOwnerReferences' rule the scheduler depends on (it reads the controller): at most one."""
-    refs = [r for r in errs.items(raw, "metadata.ownerReferences") if isinstance(r, Mapping)]
-    controllers = [f"{r.get('kind')}/{r.get('name')}" for r in refs if r.get("controller") is True]
-    if len(controllers) < 2:
+    refs = [r for r in errs.items(raw, "metadata.ownerReferences") if type(r) is dict or isinstance(r, Mapping)]
+    if sum(1 for r in refs if r.get("controller") is True) < 2:
         return
+    controllers = [f"{r.get('kind')}/{r.get('name')}" for r in refs if r.get("controller") is True]
     shown = [{k: r[k] for k in _OWNER_FIELDS if k in r} for r in refs]
     for other in controllers[1:]:
         detail = (

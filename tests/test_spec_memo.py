@@ -203,3 +203,31 @@ def test_label_memo_gives_what_checking_whole_gives(labels: JSON) -> None:
     obj = bound("web-2")
     obj["metadata"]["labels"] = labels
     assert validate(obj, memo=memo) == validate(copy.deepcopy(obj))
+
+
+PREEMPTED = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+RESIZING = {"type": "PodResizePending", "status": "True", "reason": "Infeasible"}
+
+
+@pytest.mark.parametrize(
+    "conditions",
+    [
+        pytest.param([{"type": "Ready", "status": "True"}], id="ready"),
+        pytest.param([{"type": "Ready"}, PREEMPTED], id="preempted"),
+        pytest.param([RESIZING, {"type": "Ready"}], id="resize-pending"),
+        pytest.param([PREEMPTED, RESIZING], id="both"),
+        pytest.param(["Ready", PREEMPTED], id="a-condition-not-an-object"),
+        pytest.param([{"type": {"x": 1}}, PREEMPTED], id="an-unhashable-type"),
+        pytest.param({"type": "Ready"}, id="not-a-list"),
+        pytest.param(None, id="null"),
+    ],
+)
+def test_parse_pod_like_reads_conditions_as_parse_pod(conditions: Any) -> None:
+    """The one pass over condition types parse_pod_like makes answers what parse_pod's loops answer."""
+    obj = bound("web-2", "node-2")
+    obj["status"] = {"conditions": conditions, "containerStatuses": [{"name": "c0"}]}
+    got, want = parse_pod_like(parse_pod(BASE), obj), parse_pod(obj)
+    assert want.preempted_by_scheduler is (isinstance(conditions, list) and PREEMPTED in conditions)
+    assert (got.preempted_by_scheduler, got.accounted) == (want.preempted_by_scheduler, want.accounted)
+    for name in _POD_FIELDS:
+        assert getattr(got, name) == getattr(want, name), name

@@ -75,16 +75,24 @@ KEY_PREFIX: Final = b"\x00json-spec:"
 
 
 class _Shared:
-    """Per load: each key's template spec (None: that key's pods are decoded one by one)."""
+    """Per load: each key's template spec (None: that key's pods are decoded one by one), found by a probe
+    (where the cut is, the text's length, the bytes after the cut) and then the text compared in place, so a
+    pod's spec text is neither copied into a key nor hashed whole."""
 
-    __slots__ = ("templates",)
+    __slots__ = ("by_probe",)
 
     def __init__(self) -> None:
-        self.templates: dict[bytes, dict[str, Any] | None] = {}
+        # probe -> [(text before the cut, text after it, key, template)]
+        self.by_probe: dict[tuple[int, int, bytes], list[tuple[bytes, bytes, bytes, dict[str, Any] | None]]] = {}
 
-    def template(self, key: bytes, before: bytes, after: bytes) -> dict[str, Any] | None:
-        if key in self.templates:
-            return self.templates[key]
+    def template(self, raw: bytes, start: int, end: int) -> tuple[bytes, dict[str, Any] | None]:
+        """The key and template of the spec text `raw` whose nodeName value is raw[start:end]."""
+        probe = (start, len(raw) - end, raw[end : end + 64])
+        known = self.by_probe.setdefault(probe, [])
+        for before, after, key, template in known:
+            if raw.startswith(before) and raw.endswith(after):  # lengths are the probe's
+                return key, template
+        before, after = raw[:start], raw[end:]
         first, second = (_DECODE(before + s + after) for s in _STAND_INS)
         template = None
         if (
@@ -94,8 +102,9 @@ class _Shared:
             and second.get("nodeName") == _DECODE(_STAND_INS[1])
         ):
             template = first
-        self.templates[key] = template
-        return template
+        key = KEY_PREFIX + before + b"\x00" + after
+        known.append((before, after, key, template))
+        return key, template
 
 
 def load_json_list(data: bytes | mmap.mmap) -> tuple[dict[str, Any], dict[int, bytes]] | None:
@@ -148,9 +157,7 @@ def _bound_spec(raw: bytes, shared: _Shared, keys: dict[int, bytes], obj: dict[s
     node_name = _DECODE(found.group(1))
     if not isinstance(node_name, str) or not node_name:
         return None  # a pending pod: its own spec, which binding writes into
-    before, after = raw[: found.start(1)], raw[found.end(1) :]
-    key = KEY_PREFIX + before + b"\x00" + after
-    template = shared.template(key, before, after)
+    key, template = shared.template(raw, found.start(1), found.end(1))
     if template is None:
         return None
     spec = dict(template)

@@ -61,7 +61,10 @@ def max_len_error(length: int) -> str:
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
-    """Cached: the same label keys and values recur on every pod of a dump."""
+    """Cached: the same label keys and values recur on every pod of a dump. A valid value is answered
+    without the cache (a pod's own name is seen once: remembering it costs more than matching it)."""
+    if type(value) is str and len(value) <= 253 and _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        return []
     return list(_dns1123_subdomain_errors(value))
 
 

@@ -105,18 +105,19 @@ def pod_level_requests_set(spec: Mapping[str, Any]) -> bool:
     return any(is_pod_level_supported(name) for name in resources.get("requests") or ())
 
 
-def uses_status_resources(spec: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+def uses_status_resources(spec: Mapping[str, Any], status: Mapping[str, Any], *, skip_conditions: bool = False) -> bool:
     """Whether anything besides the container specs can change what a node counts for the pod.
 
     False for the usual pod (no resize status, no pod-level requests): then PodRequests with status equals
-    the spec-only computation and the caller need not run it.
+    the spec-only computation and the caller need not run it. `skip_conditions`: the caller knows no
+    condition is of type PodResizePending.
     """
     if pod_level_requests_set(spec):
         return True
     if status.get("allocatedResources") is not None or status.get("resources") is not None:
         return True
     # (`type(x) is dict` first: the ABC check costs more than the rest for the usual decoded object)
-    for cond in status.get("conditions") or ():
+    for cond in () if skip_conditions else status.get("conditions") or ():
         if (type(cond) is dict or isinstance(cond, Mapping)) and cond.get("type") == RESIZE_PENDING:
             return True
     for key in ("containerStatuses", "initContainerStatuses"):

@@ -15,6 +15,7 @@ from typing import Any, Final
 from scheduler import caching
 from scheduler.framework.declared_features import FeatureInferenceError, infer_for_scheduling, parse_declared_features
 from scheduler.framework.pod_resources import (
+    RESIZE_PENDING,
     ResourceListError,
     ResourceMap,
     node_accounted_requests,
@@ -718,11 +719,30 @@ def _pod_affinity_flags(affinity: Mapping[str, Any] | None) -> tuple[bool, bool]
     return bool(pa or paa), required_anti
 
 
+def _condition_types(status: Mapping[str, Any]) -> frozenset[Any] | None:
+    """The types of status.conditions when every condition is a dict with a hashable type (None: not so, and
+    the checks below must read each condition): one pass answers "no such condition" for all of them."""
+    conditions = status.get("conditions")
+    if conditions is None:
+        return frozenset()
+    if type(conditions) is not list:
+        return None
+    try:
+        types = frozenset([c.get("type") if type(c) is dict else _NOT_A_DICT for c in conditions])
+    except TypeError:  # an unhashable type value
+        return None
+    return None if _NOT_A_DICT in types else types
+
+
+_NOT_A_DICT: Final = object()
+_DISRUPTION_TARGET: Final = "DisruptionTarget"
+
+
 def _preempted_by_scheduler(status: Mapping[str, Any]) -> bool:
     for cond in status.get("conditions") or []:
         if (
             isinstance(cond, dict)
-            and cond.get("type") == "DisruptionTarget"
+            and cond.get("type") == _DISRUPTION_TARGET
             and cond.get("status") == "True"
             and cond.get("reason") == "PreemptionByScheduler"
         ):
@@ -892,7 +912,9 @@ def parse_pod_like(template: PodInfo, obj: Mapping[str, Any]) -> PodInfo:
             claim_statuses, extended_claim = _claim_statuses(status)
         requests = (template.requests, template.non_zero_cpu, template.non_zero_memory)
         accounted = None
-        if uses_status_resources(spec, status):
+        types = _condition_types(status)  # usually no DisruptionTarget or PodResizePending: both loops skipped
+        preempted = _preempted_by_scheduler(status) if types is None or _DISRUPTION_TARGET in types else False
+        if uses_status_resources(spec, status, skip_conditions=types is not None and RESIZE_PENDING not in types):
             accounted = compute_node_accounting(spec, status)
             if accounted == requests:
                 accounted = None
@@ -937,7 +959,7 @@ def parse_pod_like(template: PodInfo, obj: Mapping[str, Any]) -> PodInfo:
             has_pod_affinity=template.has_pod_affinity,
             has_required_anti_affinity=template.has_required_anti_affinity,
             start_time=str(status.get("startTime") or ""),
-            preempted_by_scheduler=_preempted_by_scheduler(status),
+            preempted_by_scheduler=preempted,
             owner_uid=owner_uid,
             owner_api_version=owner_api_version,
             inferred_features=template.inferred_features,

@@ -429,6 +429,9 @@ class SchedulingQueue:
         interested. `pre_check(pod)` False keeps a pod where it is (upstream's preCheck). Pods in flight now
         will requeue to backoffQ.
         """
+        if not self._unschedulable and not self._gated:  # nothing to move (a dump's bound pods arriving)
+            self._move_request_cycle = self._scheduling_cycle
+            return 0
         label = event_label(event)
         wildcard = event.resource == WILDCARD
         moved = 0
