@@ -177,16 +177,15 @@ def _quantities(errs: _Errors, raw: Any, path: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     resources = errs.mapping(raw, path)
     for name, qty in (resources or {}).items():
-        where = f"{path}[{name}]"
         try:
             value = parse_quantity(qty)
         except (ValueError, TypeError) as exc:
-            errs.append(invalid(where, qty, str(exc)))
+            errs.append(invalid(f"{path}[{name}]", qty, str(exc)))
             continue
         if value.numerator < 0:  # a Fraction: the sign is the numerator's
-            errs.append(invalid(where, canonical(qty), "must be greater than or equal to 0"))
+            errs.append(invalid(f"{path}[{name}]", canonical(qty), "must be greater than or equal to 0"))
         elif (_is_extended(str(name)) or str(name) == "pods") and value.denominator != 1:
-            errs.append(invalid(where, canonical(qty), "must be an integer"))
+            errs.append(invalid(f"{path}[{name}]", canonical(qty), "must be an integer"))
         out[str(name)] = value
     return out
 
@@ -651,6 +650,10 @@ def _node(errs: _Errors, obj: Mapping[str, Any]) -> None:
         _quantities(errs, status.get("allocatable"), "status.allocatable")
         _quantities(errs, status.get("capacity"), "status.capacity")
         for i, image in enumerate(errs.items(status.get("images"), "status.images")):
+            if type(image) is dict:  # the usual valid entry, without building its paths
+                names, size = image.get("names"), image.get("sizeBytes")
+                if (names is None or type(names) is list) and (size is None or (type(size) is int and size >= 0)):
+                    continue
             img = errs.mapping(image, f"status.images[{i}]")
             if img is not None:
                 errs.items(img.get("names"), f"status.images[{i}].names")
