@@ -596,12 +596,12 @@ async def simulate_async(
     names: dict[str, tuple[str, str]] = {}
 
     def track(pod_obj: JSON) -> None:
-        meta = pod_obj.get("metadata") or {}
         spec = pod_obj.get("spec") or {}
+        if spec.get("nodeName") or spec.get("schedulerName", "default-scheduler") not in profiles:
+            return
+        meta = pod_obj.get("metadata") or {}
         uid = MemoryCluster._uid(pod_obj)
         if uid in seen:
-            return
-        if spec.get("nodeName") or spec.get("schedulerName", "default-scheduler") not in profiles:
             return
         seen.add(uid)
         order.append(uid)
