@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, Final
 from scheduler import caching
 from scheduler.adapters.memory import MemoryCluster
 from scheduler.admission import admit_pod
-from scheduler.config.documents import DocumentError, decode_text, load_all, load_json_bytes
+from scheduler.config.documents import DocumentError, decode_text, load_all, load_json_bytes, looks_like_json
 from scheduler.config.json_dump import load_json_list
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.core.clock import FakeClock
@@ -317,6 +317,10 @@ def read_cluster(path: str, progress: Callable[[str], None] | None = None) -> Do
     else:
         with open(path, "rb") as fh:
             data = _contents(fh)
+            if isinstance(data, mmap.mmap) and not looks_like_json(data):  # YAML: its parser needs the text
+                data.close()
+                fh.seek(0)
+                data = fh.read()
     report(f"parsing {path} ({len(data) / 1e6:.1f} MB)")
     listed = load_json_list(data) if caching.ENABLED else None  # each distinct bound-pod spec decoded once
     spec_keys: dict[int, bytes] = {}

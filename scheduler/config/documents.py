@@ -160,10 +160,15 @@ def load_all(text: str, source: str) -> list[Any]:
     return house(text)
 
 
+def looks_like_json(data: bytes | mmap.mmap) -> bool:
+    """The first non-blank byte opens a JSON object or array (YAML may too: then the JSON decoders refuse it)."""
+    return _JSON_START.match(data) is not None
+
+
 def load_json_bytes(data: bytes | mmap.mmap) -> Any | None:
     """The JSON document in `data` decoded straight from bytes (no str copy of a 500 MB dump), or None when
     it does not look like JSON or msgspec refuses it: then decode_text and load_all give the answer."""
-    if not caching.ENABLED or _JSON_START.match(data) is None:
+    if not caching.ENABLED or not looks_like_json(data):
         return None
     try:
         return msgspec.json.decode(data)
