@@ -202,7 +202,12 @@ def copy_topology_labels(pod: JSON, node: Mapping[str, Any] | None) -> None:
     node_labels = ((node or {}).get("metadata") or {}).get("labels") or {}
     found = {k: node_labels[k] for k in POD_TOPOLOGY_LABELS if k in node_labels}
     if found:
-        pod.setdefault("metadata", {}).setdefault("labels", {}).update(found)
+        if pod.get("metadata") is None:
+            pod["metadata"] = {}
+        meta = pod["metadata"]
+        if meta.get("labels") is None:  # `labels: null` is no labels, as the API server reads it
+            meta["labels"] = {}
+        meta["labels"].update(found)
 
 
 def admit_pod(pod: JSON, nodes: Mapping[str, Mapping[str, Any]] | None = None) -> JSON:

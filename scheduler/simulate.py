@@ -329,22 +329,22 @@ def read_cluster(path: str, progress: Callable[[str], None] | None = None) -> Do
         spec_keys = listed[1]
     else:
         doc = load_json_bytes(data)
+    raw: bytes = b"" if doc is not None else data if isinstance(data, bytes) else data[:]
+    if isinstance(data, mmap.mmap):
+        with contextlib.suppress(BufferError):  # still viewed by something: unmapped when that goes
+            data.close()
+    del data
     try:
         if doc is not None:
             docs = [doc]
         else:
-            text = decode_text(data if isinstance(data, bytes) else data[:], path)
+            text = decode_text(raw, path)
+            del raw  # the bytes go before the text is parsed (bytes, text and objects never all at once)
             docs = load_all(text, path)
             del text
     except DocumentError as exc:
         raise InputError(str(exc)) from exc
-    finally:
-        if isinstance(data, mmap.mmap):
-            with contextlib.suppress(BufferError):  # still viewed by something: unmapped when that goes
-                data.close()
-        del data
     return documents_from(docs, path, progress, json_values=doc is not None, spec_keys=spec_keys)
-
 
 
 MAP_AT_LEAST: Final = 16 << 20

@@ -795,3 +795,16 @@ def test_bound_pods_get_their_nodes_topology_labels(pinned: bool) -> None:
     assert stored["metadata"]["labels"] == {"app": "db", "topology.kubernetes.io/zone": "z1",
                                             "topology.kubernetes.io/region": "r1"}
     assert _placements(result)["default/follower"] == "a"
+
+
+def test_a_pod_with_null_labels_bound_to_a_zoned_node_gets_the_zone_labels() -> None:
+    """`labels: null` is no labels to kube-apiserver: PodTopologyLabels admission gives the pod its node's
+    zone and region (found by tests/test_input_properties.py: the copy had raised AttributeError)."""
+    pod = make_pod("first").node("a").obj()
+    pod["metadata"]["labels"] = None
+    dump = {"kind": "List", "items": [make_node("a").zone("z1", "r1").obj(), pod]}
+    result = simulate(load_documents(json.dumps(dump)))
+    assert result.cluster is not None
+    stored = next(p for p in result.cluster.pods.values() if p["metadata"]["name"] == "first")
+    assert stored["metadata"]["labels"] == {"topology.kubernetes.io/zone": "z1",
+                                            "topology.kubernetes.io/region": "r1"}
