@@ -156,6 +156,8 @@ _OWNER_FIELDS: Final = ("apiVersion", "kind", "name", "uid", "controller", "bloc
 
 def _owner_references(errs: _Errors, raw: Any) -> None:
     """ValidateOwnerReferences' rule the scheduler depends on (it reads the controller): at most one."""
+    if raw is None or (type(raw) is list and len(raw) < 2):  # (the usual pod: one owner, nothing to check)
+        return
     refs = [r for r in errs.items(raw, "metadata.ownerReferences") if type(r) is dict or isinstance(r, Mapping)]
     if sum(1 for r in refs if r.get("controller") is True) < 2:
         return

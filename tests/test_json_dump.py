@@ -54,7 +54,11 @@ def test_values_and_types_equal_the_whole_decode() -> None:
     items += [bound(f"api-{i}", f"n{i % 3}", app="api", priority=1) for i in range(4)]
     items += [make_pod("pending", "default").req(cpu="1").obj()]
     items += [{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c", "namespace": "team"},
-               "spec": {"accessModes": ["ReadWriteOnce"]}}]
+               "spec": {"accessModes": ["ReadWriteOnce"]}},
+              {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"},
+               "provisioner": "csi.example.com", "parameters": {"type": "ssd"}, "volumeBindingMode": None},
+              {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+               "value": 1000, "globalDefault": False}]
     data = dump(items, metadata={"resourceVersion": ""})
     listed = load_json_list(data)
     assert listed is not None

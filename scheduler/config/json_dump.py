@@ -56,7 +56,10 @@ class _Item(msgspec.Struct, forbid_unknown_fields=True):
 
 
 _OWN_FIELDS: Final = ("apiVersion", "kind", "metadata", "spec", "status")
-_OTHER_FIELDS: Final = tuple(f for f in _Item.__struct_fields__ if f not in _OWN_FIELDS)
+_OTHER_FIELDS: Final = _Item.__struct_fields__[len(_OWN_FIELDS) :]
+assert _Item.__struct_fields__[: len(_OWN_FIELDS)] == _OWN_FIELDS
+_FIRST_OTHER: Final = len(_OWN_FIELDS)
+_OTHERS_UNSET: Final = (msgspec.UNSET,) * len(_OTHER_FIELDS)
 
 
 class _List(msgspec.Struct, forbid_unknown_fields=True):
@@ -142,10 +145,11 @@ def _item(item: _Item, shared: _Shared, keys: dict[int, bytes]) -> dict[str, Any
         obj["spec"] = spec if spec is not None else _DECODE(raw)
     if item.status is not msgspec.UNSET:
         obj["status"] = item.status
-    for name in _OTHER_FIELDS:
-        value = getattr(item, name)
-        if value is not msgspec.UNSET:
-            obj[name] = value
+    values = msgspec.structs.astuple(item)
+    if values[_FIRST_OTHER:] != _OTHERS_UNSET:  # another kind's fields (one comparison for a Pod or a Node)
+        for name, value in zip(_OTHER_FIELDS, values[_FIRST_OTHER:], strict=True):
+            if value is not msgspec.UNSET:
+                obj[name] = value
     return obj
 
 
