@@ -8,7 +8,8 @@ What can go wrong with such input, and what happens instead:
 - YAML alias bombs ("billion laughs"): anchors make shared objects that would expand exponentially once
   walked or copied; what the aliases add is counted (each distinct object once), a document to which they
   add more than `MAX_EXPANDED_NODES` values is refused, and one that shares objects within the limit is
-  unshared (simulate mutates objects: two pods must never share a spec dict). A document without aliases
+  unshared (simulate mutates objects: two pods must never share a spec dict; json_dump.py shares only the
+  values under a bound pod's spec, which nothing writes). A document without aliases
   is as big as its text, whatever its size: a 5000-node List of 20 million values is no bomb.
 JSON input (what `kubectl get -o json` prints) takes msgspec's decoder (stdlib `json` when msgspec refuses
 what json accepts: NaN, lone surrogates, numbers beyond float); big YAML streams go through yaml-rs with
