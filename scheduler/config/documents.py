@@ -27,7 +27,6 @@ import msgspec
 import yaml
 
 from scheduler import caching
-from scheduler.config import fast_yaml
 
 MAX_EXPANDED_NODES: Final = 5_000_000
 """Containers and scalars YAML aliases may add to a document once followed (each distinct object counted once)."""
@@ -152,6 +151,8 @@ def load_all(text: str, source: str) -> list[Any]:
         return [without_lone_surrogates(doc) for doc in docs] if _SURROGATE_ESCAPE.search(part) else docs
 
     if caching.ENABLED:
+        from scheduler.config import fast_yaml  # (yaml-rs: imported by a YAML load only, not by a JSON one)
+
         try:
             docs = fast_yaml.load_all(text, house)
         except DocumentError:
