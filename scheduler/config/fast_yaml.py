@@ -63,14 +63,18 @@ _FLOW = r"[\[{][ \t]*[^\]} \t\n]"  # a flow collection with content: read by the
 _PROPERTY = r"[&*!]"  # an anchor, alias or tag
 _BLOCK_SCALAR = r"[|>]"  # literal and folded scalars: chomping and blank-line edge cases differ (yaml-rs 0.1.6)
 _MARKER_RISK = r"%|(?:---|\.\.\.)[ \t]*[^ \t\n#]|\.\.\."  # a directive, a marker with content, a document end
+_EMPTY_KEY = r":(?=[ \t\n]|$)"  # `: b` where a key belongs: yaml-rs reads a null key, PyYAML refuses it
 _LINE_START = (
-    rf"[ \t]*+(?=[yYnNoO<=+\-.0-9_\[{{&*!?%|>]|---|\.\.\.)"
-    rf"(?:{_SCALAR}|{_FLOW}|{_BLOCK_SCALAR}|(?P<risk>{_PROPERTY}|\? |{_MARKER_RISK}))"
+    rf"[ \t]*+(?=[yYnNoO<=+\-.0-9_\[{{&*!?%|>:]|---|\.\.\.)"
+    rf"(?:{_SCALAR}|{_FLOW}|{_BLOCK_SCALAR}|(?P<risk>{_PROPERTY}|\? |{_MARKER_RISK}|{_EMPTY_KEY}))"
 )
 _FIRST_LINE: Final = re.compile(_LINE_START)  # the same at the start of the text (a literal prefix is faster)
 _AMBIGUOUS: Final = (
     re.compile(rf": ++(?=[yYnNoO<=+\-.0-9_\[{{&*!?|>])(?:{_SCALAR}|{_FLOW}|{_BLOCK_SCALAR}|(?P<risk>{_PROPERTY}|\? ))"),
-    re.compile(rf"- ++(?=[yYnNoO<=+\-.0-9_\[{{&*!?|>])(?:{_SCALAR}|{_FLOW}|{_BLOCK_SCALAR}|(?P<risk>{_PROPERTY}|\? ))"),
+    re.compile(
+        rf"- ++(?=[yYnNoO<=+\-.0-9_\[{{&*!?|>:])"
+        rf"(?:{_SCALAR}|{_FLOW}|{_BLOCK_SCALAR}|(?P<risk>{_PROPERTY}|\? |{_EMPTY_KEY}))"
+    ),
     re.compile(rf"\n{_LINE_START}"),
     re.compile("\t"),
     re.compile("\r"),

@@ -136,6 +136,16 @@ def test_fast_path_reads_what_pyyaml_reads(text: str) -> None:
     agree(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["a:\n- :\n", "a:\n  : b\n", ": b\n", "- : b\n", "a:\n-  :\n", "- a: 1\n  : 2\n", "a:\n- :x\n"],
+)
+def test_an_empty_key_is_pyyamls_error(text: str) -> None:
+    """`- :` or `: b` where a key belongs: yaml-rs reads a null key, PyYAML refuses it (found by the test
+    above); the fast path steps aside, so the answer is PyYAML's (`:x` is a plain scalar to both)."""
+    agree(text)
+
+
 KUBECTL_LIST = """apiVersion: v1
 items:
 - apiVersion: v1
