@@ -192,7 +192,8 @@ def test_load_names_the_pod_at_fault() -> None:
 def test_load_parses_each_pod_as_parse_pod() -> None:
     """A load's parsed pods (shared specs, after priority admission) equal parse_pod of each admitted pod."""
     pods = [bound(f"web-{i}", f"node-{i}") for i in range(3)] + [other_object(BASE)]
-    docs = documents_from([{"kind": "List", "items": pods}], "dump")
+    with caching.caches_enabled():  # the memo is a cache: on whatever PYSCHEDULER_DISABLE_CACHES says
+        docs = documents_from([{"kind": "List", "items": pods}], "dump")
     for obj in docs:
         got, want = docs.parsed[id(obj)], parse_pod(obj)
         assert [getattr(got, n) for n in _POD_FIELDS] == [getattr(want, n) for n in _POD_FIELDS]

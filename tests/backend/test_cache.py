@@ -517,6 +517,7 @@ def _filled(names: list[str]) -> tuple[Cache, Snapshot]:
     return cache, snap
 
 
+@pytest.mark.usefixtures("caches_on")
 def test_changed_since_names_the_nodes_each_update_replaced() -> None:
     """A bound pod replaces its node's NodeInfo: the log names it for every update since the one asked about;
     an update that changed nothing keeps the very same node list."""

@@ -167,6 +167,7 @@ def _schedule(algo: SchedulingAlgorithm, fwk: Framework, pod: PodInfo, snap: Sna
     return algo.schedule_pod(fwk, CycleState(), pod, snap).suggested_host
 
 
+@pytest.mark.usefixtures("caches_on")
 def test_the_next_pod_of_a_shape_runs_the_plugins_only_on_changed_nodes() -> None:
     """Second cycle: the kept verdicts and scores serve every node but the one replaced in the snapshot, and
     the host is the one a plain evaluation picks."""
@@ -199,6 +200,7 @@ def test_caches_disabled_means_nothing_is_kept() -> None:
     assert all(not n.memo for n in snap.node_info_list)
 
 
+@pytest.mark.usefixtures("caches_on")
 @pytest.mark.parametrize(
     ("skip", "filter_kept"),
     [
@@ -221,6 +223,7 @@ def test_plugins_that_read_the_cluster(skip: bool, filter_kept: bool) -> None:
     assert cluster.scored == 12
 
 
+@pytest.mark.usefixtures("caches_on")
 def test_a_node_with_nominated_pods_is_always_filtered_afresh() -> None:
     """Pods nominated to a node count in its Filter (upstream addGENominatedPods): its kept verdict is neither
     read nor written while it has nominees."""

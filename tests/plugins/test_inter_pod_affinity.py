@@ -1748,6 +1748,7 @@ def test_aggregate_far_behind_the_change_log_is_rebuilt(monkeypatch: pytest.Monk
     assert behind.nonempty == 3
 
 
+@pytest.mark.usefixtures("caches_on")
 @pytest.mark.parametrize("steps", [pytest.param(s, id=f"{s}-updates") for s in (1, 5)])
 def test_node_changes_from_the_snapshot_log_equal_the_full_comparison(steps: int) -> None:
     """Syncing from the snapshot's log of replaced nodes (Snapshot.changed_since) records what comparing every
