@@ -11,9 +11,10 @@ Exactness: equal keys are equal bytes but for the cut, so equal values of the sa
 top-level nodeName's value only when decoding the key with two different stand-ins there gives each back as
 spec.nodeName (a nested "nodeName" or a duplicate key fails that, and those pods are decoded one by one).
 Every byte is decoded once: a key's text with its first pod, each cut value on its own. An item's own fields
-come in a fixed order (apiVersion, kind, metadata, spec, status; what kubectl prints). Anything else, an
-item field a Pod does not have, or a value msgspec refuses, returns None: the caller then decodes the whole
-document as before, with the messages it always gave.
+come in a fixed order (apiVersion, kind, metadata, spec, status, then another kind's; what kubectl prints).
+Anything else (an item field none of `_Item`'s kinds has, a top level that is no List, a value msgspec
+refuses) returns None: the caller then decodes the whole document as before, with the messages it always
+gave.
 """
 
 from __future__ import annotations
