@@ -353,7 +353,9 @@ more than the decoder's pass over the mapped pages (0.03 s against 0.3-0.5 s for
 
 
 def _contents(fh: BinaryIO) -> bytes | mmap.mmap:
-    """The file's bytes: a read-only map of a large regular file (pages pre-faulted), else read()."""
+    """The file's bytes: a read-only map of a large regular file (pages pre-faulted), else read(). As with
+    any mapped read, a file cut shorter while it is decoded ends the process (SIGBUS) where read() would
+    have given a truncated document; a dump is a file at rest, and stdin and pipes are read."""
     try:
         info = os.fstat(fh.fileno())
     except (OSError, ValueError):
