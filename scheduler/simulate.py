@@ -399,9 +399,10 @@ def documents_from(
             if not isinstance(items, list):
                 raise InputError(f"{where}: items: expected a list")
             for j, item in enumerate(items):
-                objects.append(_validated(item, f"{where}: items[{j}]", memo, nodes))
+                at = f"{where}: items[{j}]"
+                objects.append(_validated(item, at, memo, nodes))
                 if item.get("kind") == "Pod":
-                    pods.append((f"{where}: items[{j}]", item))
+                    pods.append((at, item))
         else:
             objects.append(_validated(doc, where, memo, nodes))
             if doc.get("kind") == "Pod":

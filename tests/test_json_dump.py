@@ -48,6 +48,14 @@ def generic(data: bytes) -> Any:
     return msgspec.json.decode(data)
 
 
+def listed_as_whole(data: bytes) -> tuple[JSON, dict[int, bytes]]:
+    """load_json_list's document and keys, the document checked equal (values and types) to the whole decode."""
+    listed = load_json_list(data)
+    assert listed is not None
+    assert ENCODE(listed[0]) == ENCODE(generic(data))
+    return listed
+
+
 def test_values_and_types_equal_the_whole_decode() -> None:
     items = [make_node(f"n{i}").obj() for i in range(3)]
     items += [bound(f"web-{i}", f"n{i % 3}", priority=0) for i in range(6)]
@@ -60,10 +68,7 @@ def test_values_and_types_equal_the_whole_decode() -> None:
               {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
                "value": 1000, "globalDefault": False}]
     data = dump(items, metadata={"resourceVersion": ""})
-    listed = load_json_list(data)
-    assert listed is not None
-    doc, keys = listed
-    assert ENCODE(doc) == ENCODE(generic(data))
+    doc, keys = listed_as_whole(data)
     pods = {o["metadata"]["name"]: o for o in doc["items"] if o["kind"] == "Pod"}
     # Every bound pod has a key; two keys (one per distinct spec); the pending pod has none.
     assert {name for name, o in pods.items() if id(o) in keys} == {n for n in pods if n != "pending"}
@@ -94,10 +99,7 @@ def test_specs_are_shared_only_where_the_cut_is_the_node_name(spec_text: str, sh
     """Whatever the text, the values are the whole decode's; only a top-level string nodeName is shared."""
     items = ", ".join(f'{{"kind": "Pod", "metadata": {{"name": "p{i}"}}, "spec": {spec_text}}}' for i in range(2))
     data = f'{{"kind": "List", "items": [{items}]}}'.encode()
-    listed = load_json_list(data)
-    assert listed is not None
-    doc, keys = listed
-    assert ENCODE(doc) == ENCODE(generic(data))
+    _, keys = listed_as_whole(data)
     assert (len(keys) == 2) is shared
 
 
@@ -105,10 +107,7 @@ def test_types_are_never_merged_across_keys() -> None:
     """1, 1.0, true and "1" in one place make four keys, and each pod keeps its own type."""
     items = [bound(f"p{i}", "n1", priority=value) for i, value in enumerate([1, 1.0, True, "1", 1])]
     data = dump(items)
-    listed = load_json_list(data)
-    assert listed is not None
-    doc, keys = listed
-    assert ENCODE(doc) == ENCODE(generic(data))
+    doc, keys = listed_as_whole(data)
     assert len(set(keys.values())) == 4
     assert [type(o["spec"]["priority"]) for o in doc["items"]] == [int, float, bool, str, int]
 
@@ -154,9 +153,7 @@ def test_random_lists_decode_as_the_whole_document(seed: int) -> None:
     items = [{"apiVersion": "v1", "kind": rng.choice(["Pod", "Pod", "Node"]), "metadata": {"name": f"o{i}"},
               "spec": random_spec(rng)} for i in range(40)]
     data = json.dumps({"kind": "List", "items": items}, indent=rng.choice([None, 1, 2])).encode()
-    listed = load_json_list(data)
-    assert listed is not None
-    assert ENCODE(listed[0]) == ENCODE(generic(data))
+    listed_as_whole(data)
 
 
 # ---------------------------------------------------------------------------------------------------------

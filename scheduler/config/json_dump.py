@@ -74,6 +74,7 @@ _DECODE_LIST: Final = msgspec.json.Decoder(_List).decode
 _DECODE: Final = msgspec.json.Decoder().decode
 _NODE_NAME: Final = re.compile(rb'"nodeName"[ \t\r\n]*:[ \t\r\n]*("(?:[^"\\]|\\.)*")', re.DOTALL)
 _STAND_INS: Final = (b'"\\u0000pyscheduler:1"', b'"\\u0000pyscheduler:2"')
+_STAND_IN_VALUES: Final = tuple(msgspec.json.decode(s) for s in _STAND_INS)
 KEY_PREFIX: Final = b"\x00json-spec:"
 """Starts every key this module makes (no MessagePack or pickle key starts so), for PodSpecMemo."""
 
@@ -102,8 +103,8 @@ class _Shared:
         if (
             type(first) is dict
             and type(second) is dict
-            and first.get("nodeName") == _DECODE(_STAND_INS[0])
-            and second.get("nodeName") == _DECODE(_STAND_INS[1])
+            and first.get("nodeName") == _STAND_IN_VALUES[0]
+            and second.get("nodeName") == _STAND_IN_VALUES[1]
         ):
             template = first
         key = KEY_PREFIX + before + b"\x00" + after
