@@ -527,6 +527,13 @@ def test_priority_of_a_dump_is_kept_when_its_class_is_not_in_the_file() -> None:
             id="policy-without-class",
         ),
         pytest.param(
+            [{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "default"},
+              "spec": {"template": {"spec": {"priorityClassName": "missing",
+                                             "containers": [{"name": "a", "image": "agent"}]}}}}],
+            "input: DaemonSet agent: spec.template: no PriorityClass with name missing was found",
+            id="daemonset-unknown-class",
+        ),
+        pytest.param(
             [_priority_class("high", 1000) | {"value": ":"}, make_pod("p").obj()],
             "PriorityClass high: value: must be a 32-bit integer, got ':'",
             id="class-value-not-an-integer",
