@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import compileall
 import contextlib
 import json
 import math
@@ -78,6 +77,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from bench.bytecode import compile_package
 from tests.cluster.harness import REPO_ROOT, ControlPlane, ControlPlaneConfig, ManagedProcess, free_port
 
 JSON = dict[str, Any]
@@ -765,13 +765,6 @@ def _wait_exit(process: ManagedProcess, within: float) -> None:
     popen = process._popen  # the harness keeps the Popen private; waiting beats polling
     if popen is not None:
         popen.wait(timeout=within)
-
-
-def compile_package() -> None:
-    """Byte-compile the scheduler package, as the image does at build time (and pip at install time): a
-    checkout run with PYTHONDONTWRITEBYTECODE=1 would otherwise compile ~80 modules on every start (~0.3 s),
-    which a deployed pyscheduler never does. Writes __pycache__ (gitignored); cheap when already current."""
-    compileall.compile_dir(str(REPO_ROOT / "scheduler"), quiet=1)
 
 
 class SchedulerUnderTest:

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.e2e import Api, compile_package
+from bench.bytecode import compile_package
+from bench.e2e import Api
 from bench.startup import NAMESPACE, populate
 from scheduler.adapters.cluster.client import KubeClient
 from scheduler.adapters.cluster.watch import LIST_PAGE_SIZE, NODES_PATH, POD_FIELD_SELECTOR, PODS_PATH
