@@ -329,9 +329,10 @@ def read_cluster(path: str, progress: Callable[[str], None] | None = None) -> Do
     report(f"parsing {path} ({len(data) / 1e6:.1f} MB)")
     listed = load_json_list(data) if caching.ENABLED else None  # each distinct bound-pod spec decoded once
     spec_keys: dict[int, bytes] = {}
+    classes: list[JSON] | None = None
     if listed is not None:
-        doc: Any = listed[0]
-        spec_keys = listed[1]
+        doc: Any = listed.doc
+        spec_keys, classes = listed.keys, listed.priority_classes
     else:
         doc = load_json_bytes(data)
     raw: bytes = b"" if doc is not None else data if isinstance(data, bytes) else data[:]
@@ -349,7 +350,9 @@ def read_cluster(path: str, progress: Callable[[str], None] | None = None) -> Do
             del text
     except DocumentError as exc:
         raise InputError(str(exc)) from exc
-    return documents_from(docs, path, progress, json_values=doc is not None, spec_keys=spec_keys)
+    return documents_from(
+        docs, path, progress, json_values=doc is not None, spec_keys=spec_keys, priority_classes=classes
+    )
 
 
 MAP_AT_LEAST: Final = 16 << 20
@@ -381,10 +384,13 @@ def documents_from(
     *,
     json_values: bool = False,
     spec_keys: dict[int, bytes] | None = None,
+    priority_classes: list[JSON] | None = None,
 ) -> Documents:
     """The objects of parsed documents (v1 Lists flattened), each validated, pods parsed after admission.
     `json_values`: they come from a JSON decoder (no dates, bytes or tuples, as YAML may hold). `spec_keys`:
     id(pod) -> its spec's key where the decoder made one (load_json_list), for PodSpecMemo.
+    `priority_classes`: the objects of kind PriorityClass among them, in order, when the decoder listed them
+    (load_json_list: then they are not looked for again).
 
     The checks come in stages, and the first error of the earliest stage is the one reported: an object's
     fields (in file order), duplicates, the PriorityClasses, priority admission, parsing. When the file's
@@ -399,7 +405,7 @@ def documents_from(
     # Off with the other caches (tests/test_caching_parity.py compares).
     memo = PodSpecMemo(json_values=json_values, known=spec_keys) if caching.ENABLED else None
     documents = Documents()
-    intake = _Intake(source, memo, documents.parsed, _classes_ahead(docs))
+    intake = _Intake(source, memo, documents.parsed, _classes_ahead(docs, priority_classes))
     at_once = intake.classes is not None
     nodes = documents.nodes  # id(node object) -> parse_node's record, which validation made
     for index, doc in enumerate(docs):
@@ -443,11 +449,12 @@ def _is_list(doc: JSON) -> bool:
     return doc.get("kind") == "List" or (str(doc.get("kind", "")).endswith("List") and "items" in doc)
 
 
-def _classes_ahead(docs: list[Any]) -> dict[str, JSON] | None:
+def _classes_ahead(docs: list[Any], listed: list[JSON] | None = None) -> dict[str, JSON] | None:
     """_priority_classes of the file's objects read before they are validated, or None when one of them
-    would stop the load (then the stages run in turn, and each error comes where it always did)."""
-    found: list[JSON] = []
-    for doc in docs:
+    would stop the load (then the stages run in turn, and each error comes where it always did). `listed`:
+    the file's PriorityClass objects in order, as its decoder found them."""
+    found: list[JSON] = [] if listed is None else listed
+    for doc in docs if listed is None else ():
         if not isinstance(doc, dict):
             continue
         items = (doc.get("items") or []) if _is_list(doc) else [doc]

@@ -15,7 +15,7 @@ import pytest
 
 from scheduler import caching
 from scheduler import simulate as simulate_module
-from scheduler.config.json_dump import KEY_PREFIX, load_json_list
+from scheduler.config.json_dump import KEY_PREFIX, Listed, load_json_list
 from scheduler.simulate import InputError, documents_from, read_cluster, simulate
 from scheduler.testing import make_node, make_pod
 
@@ -48,7 +48,7 @@ def generic(data: bytes) -> Any:
     return msgspec.json.decode(data)
 
 
-def listed_as_whole(data: bytes) -> tuple[JSON, dict[int, bytes]]:
+def listed_as_whole(data: bytes) -> Listed:
     """load_json_list's document and keys, the document checked equal (values and types) to the whole decode."""
     listed = load_json_list(data)
     assert listed is not None
@@ -68,7 +68,10 @@ def test_values_and_types_equal_the_whole_decode() -> None:
               {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
                "value": 1000, "globalDefault": False}]
     data = dump(items, metadata={"resourceVersion": ""})
-    doc, keys = listed_as_whole(data)
+    doc, keys, classes = listed_as_whole(data)
+    # The PriorityClasses are listed as they are in the document (the same objects, in order).
+    assert [id(c) for c in classes] == [id(o) for o in doc["items"] if o["kind"] == "PriorityClass"]
+    assert len(classes) == 1
     pods = {o["metadata"]["name"]: o for o in doc["items"] if o["kind"] == "Pod"}
     # Every bound pod has a key; two keys (one per distinct spec); the pending pod has none.
     assert {name for name, o in pods.items() if id(o) in keys} == {n for n in pods if n != "pending"}
@@ -99,7 +102,7 @@ def test_specs_are_shared_only_where_the_cut_is_the_node_name(spec_text: str, sh
     """Whatever the text, the values are the whole decode's; only a top-level string nodeName is shared."""
     items = ", ".join(f'{{"kind": "Pod", "metadata": {{"name": "p{i}"}}, "spec": {spec_text}}}' for i in range(2))
     data = f'{{"kind": "List", "items": [{items}]}}'.encode()
-    _, keys = listed_as_whole(data)
+    _, keys, _ = listed_as_whole(data)
     assert (len(keys) == 2) is shared
 
 
@@ -107,7 +110,7 @@ def test_types_are_never_merged_across_keys() -> None:
     """1, 1.0, true and "1" in one place make four keys, and each pod keeps its own type."""
     items = [bound(f"p{i}", "n1", priority=value) for i, value in enumerate([1, 1.0, True, "1", 1])]
     data = dump(items)
-    doc, keys = listed_as_whole(data)
+    doc, keys, _ = listed_as_whole(data)
     assert len(set(keys.values())) == 4
     assert [type(o["spec"]["priority"]) for o in doc["items"]] == [int, float, bool, str, int]
 

@@ -8,7 +8,9 @@ each object, keeping the later stages' first errors until validation has passed.
 from __future__ import annotations
 
 import copy
+import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,7 +84,7 @@ def _answer(docs: list[Any], *, ahead: bool, monkeypatch: pytest.MonkeyPatch) ->
     """documents_from's error, or its objects with every parse (as comparable values)."""
     with monkeypatch.context() as patch:
         if not ahead:
-            patch.setattr(simulate, "_classes_ahead", lambda docs: None)
+            patch.setattr(simulate, "_classes_ahead", lambda docs, listed=None: None)
         try:
             got = documents_from(copy.deepcopy(docs), "f")
         except InputError as exc:
@@ -151,3 +153,32 @@ def test_classes_are_read_ahead_only_when_they_would_load(monkeypatch: pytest.Mo
     # An object that merely has "items" is no List: its items are not read as objects.
     not_a_list = {**_pod("q"), "items": [_class("high", 5)]}
     assert simulate._classes_ahead([not_a_list]) == simulate._priority_classes([])
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_json_list_read_from_a_file_gives_the_stages_answer(
+    seed: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Through read_cluster, where the JSON List's decoder lists the PriorityClasses (a class without a value
+    among them: the stages refuse it at admission, and so must the one pass)."""
+    rng = random.Random(seed)
+    objects = [rng.choice(PIECES)[1](k) for k in range(rng.randint(1, 9))]
+    for cls in (_class("high", 1000), _class("everyone", 7, globalDefault=True), _class("novalue", 0)):
+        if rng.random() < 0.5:
+            if cls["metadata"]["name"] == "novalue":
+                del cls["value"]
+            objects.insert(rng.randint(0, len(objects)), cls)
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+
+    def read(ahead: bool) -> tuple[str, Any]:
+        with monkeypatch.context() as patch:
+            if not ahead:
+                patch.setattr(simulate, "_classes_ahead", lambda docs, listed=None: None)
+            try:
+                got = simulate.read_cluster(str(path))
+            except InputError as exc:
+                return "error", str(exc)
+        return "ok", (list(got), sorted(repr(_slots(info)) for info in got.parsed.values()))
+
+    assert read(True) == read(False)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import mmap
 import re
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -84,11 +84,15 @@ class _Shared:
     (where the cut is, the text's length, the bytes after the cut) and then the text compared in place, so a
     pod's spec text is neither copied into a key nor hashed whole."""
 
-    __slots__ = ("by_probe",)
+    __slots__ = ("by_probe", "hint", "priority_classes")
 
     def __init__(self) -> None:
         # probe -> [(text before the cut, text after it, key, template)]
         self.by_probe: dict[tuple[int, int, bytes], list[tuple[bytes, bytes, bytes, dict[str, Any] | None]]] = {}
+        # Where the last pod's nodeName was: the pods of a Deployment have it at the same place. (Any place a
+        # nodeName is cut gives an exact key: the stand-ins prove each new key's cut, wherever it is.)
+        self.hint = 0
+        self.priority_classes: list[dict[str, Any]] = []  # the List's PriorityClass items, in order
 
     def template(self, raw: bytes, start: int, end: int) -> tuple[bytes, dict[str, Any] | None]:
         """The key and template of the spec text `raw` whose nodeName value is raw[start:end]."""
@@ -112,9 +116,17 @@ class _Shared:
         return key, template
 
 
-def load_json_list(data: bytes | mmap.mmap) -> tuple[dict[str, Any], dict[int, bytes]] | None:
-    """The List document in `data` and, for each bound pod whose spec was shared, id(pod) -> its spec key;
-    None when `data` is not such a List or anything in it needs the general decoder."""
+class Listed(NamedTuple):
+    """load_json_list's answer."""
+
+    doc: dict[str, Any]
+    keys: dict[int, bytes]  # id(bound pod) -> its spec's key, for the pods whose spec was shared
+    priority_classes: list[dict[str, Any]]  # the items of kind PriorityClass, in order (the caller needs them first)
+
+
+def load_json_list(data: bytes | mmap.mmap) -> Listed | None:
+    """The List document in `data`, its shared specs' keys and its PriorityClasses; None when `data` is not
+    such a List or anything in it needs the general decoder."""
     try:
         top = _DECODE_LIST(data)
         kind = top.kind
@@ -130,7 +142,7 @@ def load_json_list(data: bytes | mmap.mmap) -> tuple[dict[str, Any], dict[int, b
         value = items if name == "items" else getattr(top, name)
         if value is not msgspec.UNSET:
             doc[name] = value
-    return doc, keys
+    return Listed(doc, keys, shared.priority_classes)
 
 
 def _item(item: _Item, shared: _Shared, keys: dict[int, bytes]) -> dict[str, Any]:
@@ -152,14 +164,17 @@ def _item(item: _Item, shared: _Shared, keys: dict[int, bytes]) -> dict[str, Any
         for name, value in zip(_OTHER_FIELDS, values[_FIRST_OTHER:], strict=True):
             if value is not msgspec.UNSET:
                 obj[name] = value
+    if item.kind == "PriorityClass":  # (even one without its fields: the caller checks them)
+        shared.priority_classes.append(obj)
     return obj
 
 
 def _bound_spec(raw: bytes, shared: _Shared, keys: dict[int, bytes], obj: dict[str, Any]) -> dict[str, Any] | None:
     """The pod's spec built on its key's template, or None (not bound, or not shareable)."""
-    found = _NODE_NAME.search(raw)
+    found = _NODE_NAME.match(raw, shared.hint) or _NODE_NAME.search(raw)
     if found is None:
         return None
+    shared.hint = found.start()
     node_name = _DECODE(found.group(1))
     if not isinstance(node_name, str) or not node_name:
         return None  # a pending pod: its own spec, which binding writes into

@@ -732,22 +732,26 @@ def _pod_affinity_flags(affinity: Mapping[str, Any] | None) -> tuple[bool, bool]
     return bool(pa or paa), required_anti
 
 
-def _condition_types(status: Mapping[str, Any]) -> frozenset[Any] | None:
-    """The types of status.conditions when every condition is a dict with a hashable type (None: not so, and
-    the checks below must read each condition): one pass answers "no such condition" for all of them."""
+def _condition_flags(status: Mapping[str, Any]) -> tuple[bool, bool] | None:
+    """Whether status.conditions has a DisruptionTarget and a PodResizePending condition, in one pass when
+    every condition is a dict (None: not so, and the checks below must read each condition)."""
     conditions = status.get("conditions")
     if conditions is None:
-        return frozenset()
+        return False, False
     if type(conditions) is not list:
         return None
-    try:
-        types = frozenset([c.get("type") if type(c) is dict else _NOT_A_DICT for c in conditions])
-    except TypeError:  # an unhashable type value
-        return None
-    return None if _NOT_A_DICT in types else types
+    disruption = resize = False
+    for c in conditions:
+        if type(c) is not dict:
+            return None
+        kind = c.get("type")
+        if kind == _DISRUPTION_TARGET:
+            disruption = True
+        elif kind == RESIZE_PENDING:
+            resize = True
+    return disruption, resize
 
 
-_NOT_A_DICT: Final = object()
 _DISRUPTION_TARGET: Final = "DisruptionTarget"
 
 
@@ -925,9 +929,9 @@ def parse_pod_like(template: PodInfo, obj: Mapping[str, Any]) -> PodInfo:
             claim_statuses, extended_claim = _claim_statuses(status)
         requests = (template.requests, template.non_zero_cpu, template.non_zero_memory)
         accounted = None
-        types = _condition_types(status)  # usually no DisruptionTarget or PodResizePending: both loops skipped
-        preempted = _preempted_by_scheduler(status) if types is None or _DISRUPTION_TARGET in types else False
-        if uses_status_resources(spec, status, skip_conditions=types is not None and RESIZE_PENDING not in types):
+        flags = _condition_flags(status)  # usually no DisruptionTarget or PodResizePending: both loops skipped
+        preempted = _preempted_by_scheduler(status) if flags is None or flags[0] else False
+        if uses_status_resources(spec, status, skip_conditions=flags is not None and not flags[1]):
             accounted = compute_node_accounting(spec, status)
             if accounted == requests:
                 accounted = None
