@@ -7,12 +7,12 @@ Kubernetes reads YAML as 1.1 (go-yaml v2 behind sigs.k8s.io/yaml), and so does t
 so the fast path must give PyYAML's result or step aside. How:
 
 - `scan()` refuses the fast path for a whole stream that has anything whose reading depends on context or
-  the parser (anchors, aliases and tags, and so every alias bomb; directives, unusual document markers,
-  explicit keys, BOMs, control characters, YAML 1.1's extra line breaks), and finds every plain scalar whose
-  YAML 1.1 and 1.2 readings may differ (a superset: any token shaped like a YAML 1.1 bool, a number with a
-  leading zero, `_`, `:` or an exponent, a timestamp, `<<`, `=`; a tab, a CR, a flow collection with
-  content, a block scalar). It runs beside the parse in a forked child (yaml-rs holds the GIL: a thread
-  would only take turns with it).
+  the parser (anchors, aliases and tags, in flow collections too, and so every alias bomb; directives,
+  unusual document markers, explicit keys, BOMs, control characters, YAML 1.1's extra line breaks), and
+  finds every plain scalar whose YAML 1.1 and 1.2 readings may differ (a superset: any token shaped like a
+  YAML 1.1 bool, a number with a leading zero, `_`, `:` or an exponent, a timestamp, `<<`, `=`; a tab, a
+  CR, a flow collection with content, a block scalar). It runs beside the parse in a forked child (yaml-rs
+  holds the GIL: a thread would only take turns with it).
   `deep()` keeps nesting that could be deep from the parser altogether (lines indented 200 or more, runs of
   block indicators).
 - The stream is cut into documents at `---` lines, and a `List` document's column-0 `items:` sequence into
@@ -68,6 +68,9 @@ _LINE_START = (
     rf"[ \t]*+(?=[yYnNoO<=+\-.0-9_\[{{&*!?%|>:]|---|\.\.\.)"
     rf"(?:{_SCALAR}|{_FLOW}|{_BLOCK_SCALAR}|(?P<risk>{_PROPERTY}|\? |{_MARKER_RISK}|{_EMPTY_KEY}))"
 )
+# An anchor, alias or tag inside a flow collection (`[yes, &a]`), where the patterns above see only the opener:
+# pieces re-read alone would not see an anchor another piece of the document repeats (PyYAML refuses that).
+_FLOW_PROPERTY: Final = re.compile(r"[\[{,][ \t]*[&*!]")
 _FIRST_LINE: Final = re.compile(_LINE_START)  # the same at the start of the text (a literal prefix is faster)
 _AMBIGUOUS: Final = (
     re.compile(rf": ++(?=[yYnNoO<=+\-.0-9_\[{{&*!?|>])(?:{_SCALAR}|{_FLOW}|{_BLOCK_SCALAR}|(?P<risk>{_PROPERTY}|\? ))"),
@@ -116,6 +119,8 @@ def scan(text: str) -> tuple[bool, list[int]]:
             if m.groupdict().get("risk") is not None:
                 return True, []
             flagged.append(m.end() - 1)  # inside the token (its prefix may belong to the previous document)
+    if _FLOW_PROPERTY.search(text) is not None:
+        return True, []
     if _controls(text):
         return True, []
     flagged.sort()

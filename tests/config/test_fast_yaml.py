@@ -146,6 +146,23 @@ def test_an_empty_key_is_pyyamls_error(text: str) -> None:
     agree(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "apiVersion: v1\nitems:\n- a: [yes, &a]\n  a: yes\n- a: [yes, &a]\n  a: yes\nkind: List\n",
+        "items:\n- a: [1, &x 2]\n- b: {k: *x}\nkind: List\n",
+        "items:\n- a: [1,\n    2, &x 3]\n- a: [*x]\nkind: List\n",
+        "items:\n- a: {k: !!str yes}\nkind: List\n",
+    ],
+)
+def test_an_anchor_in_a_flow_collection_is_read_by_pyyaml(text: str) -> None:
+    """An anchor, alias or tag inside `[...]` or `{...}` sends the stream to PyYAML, which refuses a repeated
+    anchor and resolves an alias across items (found by the test above: each item re-read alone read
+    `[yes, &a]` twice without the duplicate anchor PyYAML refuses)."""
+    assert fast_yaml.scan(text)[0], text
+    agree(text)
+
+
 KUBECTL_LIST = """apiVersion: v1
 items:
 - apiVersion: v1
