@@ -57,7 +57,7 @@ def mutate_topology_spread_constraints(pod: JSON) -> None:
 def was_created(pod: Mapping[str, Any]) -> bool:
     """True for a pod the API server stored (it sets creationTimestamp on create)."""
     meta = pod.get("metadata")
-    return isinstance(meta, Mapping) and bool(meta.get("creationTimestamp"))
+    return (type(meta) is dict or isinstance(meta, Mapping)) and bool(meta.get("creationTimestamp"))
 
 
 def _apply_label_keys(selector: JSON, keys: Any, operator: str, labels: Mapping[str, Any]) -> None:

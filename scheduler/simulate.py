@@ -433,6 +433,7 @@ def documents_from(
                 pods.append((where, doc))
     if at_once:
         intake.raise_first()
+        documents.namespaces = intake.namespaces
     else:
         _refuse_duplicates(objects, source)
         admit_priorities(objects, source)
@@ -440,6 +441,7 @@ def documents_from(
             error = intake.parse(obj, where)
             if error is not None:
                 raise error
+        documents.namespaces = _namespaces(objects)
     documents.extend(objects)
     return documents
 
@@ -471,7 +473,7 @@ class _Intake:
     """The stages after an object's own fields (duplicates, priority admission, parsing) for one load; run
     object by object (take), each stage's first error kept and raised in stage order (raise_first)."""
 
-    __slots__ = ("_seen", "_source", "_templates", "classes", "errors", "memo", "parsed")
+    __slots__ = ("_seen", "_source", "_templates", "classes", "errors", "memo", "namespaces", "parsed")
 
     def __init__(
         self, source: str, memo: PodSpecMemo | None, parsed: dict[int, PodInfo], classes: dict[str, JSON] | None
@@ -486,6 +488,7 @@ class _Intake:
         self.parsed = parsed
         self.classes = classes
         self.errors: list[InputError | None] = [None, None, None]  # duplicates, admission, parsing
+        self.namespaces: set[str] = set()  # the names of the Namespace objects taken
 
     def take(self, obj: JSON, where: str) -> None:
         """The later stages for one validated object (only with the file's classes read ahead)."""
@@ -498,6 +501,8 @@ class _Intake:
             self._seen.add(key)
         kind = obj["kind"]
         if kind != "Pod" and kind != "DaemonSet":
+            if kind == NAMESPACE:
+                self.namespaces.add(str((obj.get("metadata") or {}).get("name")))
             return
         if errors[1] is None:
             try:
@@ -561,6 +566,7 @@ class Documents(list[JSON]):
         super().__init__(objects)
         self.parsed: dict[int, PodInfo] = {}
         self.nodes: dict[int, NodeRecord] = {}  # each Node's parse_node result, keyed the same way
+        self.namespaces: set[str] | None = None  # the Namespace objects' names (_namespaces), when known
 
 
 def _label(obj: JSON, where: str) -> str:
@@ -725,7 +731,8 @@ async def simulate_async(
         names[uid] = (str(meta.get("namespace") or "default"), str(meta.get("name")))
 
     objects = list(objects) if not isinstance(objects, list) else objects
-    namespaces = _namespaces(objects)
+    known: set[str] | None = getattr(objects, "namespaces", None) if own_objects else None
+    namespaces = set(known) if known is not None else _namespaces(objects)
     for name in SYSTEM_NAMESPACES:
         if name not in namespaces:
             cluster.apply_object(_namespace(name))

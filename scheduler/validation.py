@@ -119,9 +119,14 @@ def _labels(errs: _Errors, raw: Any, path: str) -> None:
 
 
 def _metadata(
-    errs: _Errors, obj: Mapping[str, Any], namespaced: bool, valid_labels: set[tuple[Any, ...]] | None = None
+    errs: _Errors,
+    obj: Mapping[str, Any],
+    namespaced: bool,
+    valid_labels: set[tuple[Any, ...]] | None = None,
+    valid_namespaces: set[str] | None = None,
 ) -> None:
-    """`valid_labels`: label maps (as item tuples) found valid earlier in this load, not checked again."""
+    """`valid_labels`: label maps (as item tuples) found valid earlier in this load, not checked again;
+    `valid_namespaces` the same for namespace names."""
     meta = errs.mapping(obj.get("metadata"), "metadata")
     if meta is None:
         return
@@ -132,8 +137,12 @@ def _metadata(
         errs.append(invalid("metadata.name", name, "; ".join(dns1123_subdomain_errors(name))))
     if namespaced and meta.get("namespace") is not None:
         ns = errs.string(meta.get("namespace"), "metadata.namespace")
-        if ns and (len(ns) > 63 or not _DNS1123_LABEL_RE.fullmatch(ns)):
+        if valid_namespaces is not None and ns in valid_namespaces:
+            pass
+        elif ns and (len(ns) > 63 or not _DNS1123_LABEL_RE.fullmatch(ns)):
             errs.append(invalid("metadata.namespace", ns, _DNS1123_LABEL_ERR))
+        elif ns and valid_namespaces is not None:
+            valid_namespaces.add(ns)
     labels = meta.get("labels")
     if valid_labels is None or type(labels) is not dict:
         _labels(errs, labels, "metadata.labels")
@@ -902,11 +911,13 @@ class PodSpecMemo:
     only, and a string equals only a string).
     """
 
-    __slots__ = ("_dump", "_known", "keys", "labels", "valid")
+    __slots__ = ("_dump", "_known", "keys", "labels", "namespaces", "node_names", "valid")
 
     def __init__(self, *, json_values: bool = False, known: Mapping[int, bytes] | None = None) -> None:
         self.valid: set[bytes] = set()
         self.labels: set[tuple[Any, ...]] = set()  # metadata.labels found valid, as (key, value) tuples
+        self.namespaces: set[str] = set()  # metadata.namespace values found valid
+        self.node_names: set[str] = set()  # spec.nodeName values found valid
         self.keys: dict[int, bytes] = {}  # id(pod object) -> its spec's key, for callers that parse it next
         self._dump = msgspec.msgpack.Encoder().encode if json_values else _pickled
         # id(pod object) -> a key its decoder made (config/json_dump.py: the spec's JSON text with nodeName cut
@@ -946,10 +957,17 @@ def _pickled(value: Any) -> bytes:
     return buf.getvalue()
 
 
-def _node_name_valid(spec: Mapping[str, Any]) -> bool:
-    """_pod_spec's one check of spec.nodeName passes (the field PodSpecMemo's key leaves out)."""
+def _node_name_valid(spec: Mapping[str, Any], known: set[str]) -> bool:
+    """_pod_spec's one check of spec.nodeName passes (the field PodSpecMemo's key leaves out); `known`: the
+    names found valid so far (a node's pods repeat its name), which this adds to."""
     value = spec.get("nodeName")
-    return value is None or (isinstance(value, str) and (not value or not dns1123_subdomain_errors(value)))
+    if value is None or (type(value) is str and value in known):
+        return True
+    if isinstance(value, str) and (not value or not dns1123_subdomain_errors(value)):
+        if type(value) is str:
+            known.add(value)
+        return True
+    return False
 
 
 def validate(obj: Mapping[str, Any], namespaced: bool = True, memo: PodSpecMemo | None = None) -> list[str]:
@@ -959,10 +977,13 @@ def validate(obj: Mapping[str, Any], namespaced: bool = True, memo: PodSpecMemo 
     the spec's checks but nodeName's."""
     errs = _Errors()
     kind = obj.get("kind")
-    _metadata(errs, obj, namespaced, memo.labels if memo is not None else None)
+    if memo is not None:
+        _metadata(errs, obj, namespaced, memo.labels, memo.namespaces)
+    else:
+        _metadata(errs, obj, namespaced)
     if kind == "Pod":
         key = memo.key(obj) if memo is not None else None
-        if key is None or memo is None or key not in memo.valid or not _node_name_valid(obj["spec"]):
+        if key is None or memo is None or key not in memo.valid or not _node_name_valid(obj["spec"], memo.node_names):
             before = len(errs)
             _pod_spec(errs, obj.get("spec"), "spec")
             if key is not None and memo is not None and len(errs) == before:

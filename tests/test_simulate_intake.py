@@ -69,6 +69,7 @@ PIECES: list[tuple[str | None, Any]] = [
     (None, lambda k: _pod(f"pending-{k}")),
     (None, lambda k: _pod(f"high-{k}", spec__priorityClassName="high")),
     (None, lambda k: _node(f"node-{k}")),
+    (None, lambda k: {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"team-{k}"}}),
     ("validation", lambda k: _pod(f"Bad_{k}")),
     ("validation", lambda k: _pod(f"badcpu-{k}", spec__containers=[{"name": "c", "image": "i", "resources": {
         "requests": {"cpu": "lots"}}}])),
@@ -89,6 +90,7 @@ def _answer(docs: list[Any], *, ahead: bool, monkeypatch: pytest.MonkeyPatch) ->
             got = documents_from(copy.deepcopy(docs), "f")
         except InputError as exc:
             return "error", str(exc)
+    assert got.namespaces == simulate._namespaces(list(got))  # as simulate would find them
     parses = sorted(repr(sorted(vars(info).items()) if hasattr(info, "__dict__") else _slots(info))
                     for info in got.parsed.values())
     return "ok", (list(got), parses, len(got.nodes))

@@ -557,7 +557,10 @@ class Scheduler:
         return at once (the simulator skips the call for each object of a dump that changes nothing)."""
         if self._bind_tasks or self._background or not self.queue.empty():
             return False
-        return all(not fwk.waiting_pods for fwk in self.profiles.values()) or self.next_permit_deadline() is None
+        for fwk in self.profiles.values():
+            if fwk.waiting_pods:
+                return self.next_permit_deadline() is None
+        return True
 
     async def run_until_idle(
         self,
