@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import time
 
 import pytest
@@ -314,6 +315,46 @@ def test_image_states_follow_node_images() -> None:
     cache.update_snapshot(snap)
     assert {k: v[1] for k, v in snap.image_states.items()} == {"c:1": 1}
     assert snap.node_image_states["n2"] is snap.image_states
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_image_counts_equal_upstreams_sets_of_holders(seed: int) -> None:
+    """Random joins, image changes and removals (sizes differing per node): the cache's (size, holders) per
+    image equals upstream's imageStates, kept here as it keeps them, a set of node names and the size its
+    first holder reported."""
+    rng = random.Random(seed)
+    cache = Cache()
+    model: dict[str, tuple[int, set[str]]] = {}
+    records: dict[str, NodeRecord] = {}
+    for step in range(60):
+        name = f"n{rng.randrange(6)}"
+        if name in records and rng.random() < 0.3:
+            cache.remove_node(name)
+            for image in records.pop(name).images:
+                model[image][1].discard(name)
+                if not model[image][1]:
+                    del model[image]
+        else:
+            builder = make_node(name).zone("z1", "r")
+            for image in rng.sample([f"img{i}:1" for i in range(8)], rng.randrange(4)):
+                builder.image(image, rng.choice([100, 200, 300]))
+            record = builder.info()
+            record.resource_version = str(step)
+            old = records.get(name)
+            if old is None:
+                cache.add_node(record)
+            else:
+                cache.update_node(old, record)
+            if old is not None and old.images != record.images:
+                for image in old.images:
+                    model[image][1].discard(name)
+                    if not model[image][1]:
+                        del model[image]
+            if old is None or old.images != record.images:
+                for image, size in record.images.items():
+                    model.setdefault(image, (size, set()))[1].add(name)
+            records[name] = record
+        assert cache.image_view() == {image: (size, len(names)) for image, (size, names) in model.items()}
 
 
 def _node_state(info: NodeInfo) -> tuple[object, ...]:

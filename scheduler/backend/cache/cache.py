@@ -171,10 +171,14 @@ class Cache:
         self._generation = 0
         # Node names from least to most recently changed (upstream's doubly-linked list of NodeInfos).
         self._recent: dict[str, None] = {}
-        # Upstream's cache.imageStates: image name -> [size, names of the nodes holding it]. The size is the one
-        # reported by the node that created the entry (the first holder added) and stays while any node holds
-        # the image; `_image_view` is its (size, count) picture, rebuilt lazily by update_snapshot.
-        self._image_states: dict[str, tuple[int, set[str]]] = {}
+        # Upstream's cache.imageStates (image name -> size and the nodes holding it), as a size and a count: each
+        # node's images are added once when it joins and removed once when it leaves or changes them, so the
+        # count is the number of holders. The size is the one reported by the node that created the entry (the
+        # first holder added) and stays while any node holds the image; `_image_view` is its (size, count)
+        # picture, rebuilt lazily by update_snapshot. (Counts, not sets of names: a 5000-node cluster whose
+        # nodes list image digests of their own has ~120,000 images held by one node each.)
+        self._image_sizes: dict[str, int] = {}
+        self._image_holders: dict[str, int] = {}
         self._image_view: dict[str, tuple[int, int]] = {}
         self._image_view_stale = False
 
@@ -198,32 +202,37 @@ class Cache:
         """addNodeImageStates: the node joins each image's holders; a new image takes this node's size."""
         if not record.images:
             return
-        states = self._image_states
+        sizes, holders = self._image_sizes, self._image_holders
         for image, size in record.images.items():
-            state = states.get(image)
-            if state is None:
-                states[image] = (size, {record.name})
+            held = holders.get(image)
+            if held is None:
+                sizes[image] = size
+                holders[image] = 1
             else:
-                state[1].add(record.name)
+                holders[image] = held + 1
         self._image_view_stale = True
 
     def _remove_images(self, record: NodeRecord) -> None:
         """removeNodeImageStates: the node leaves each image's holders; an image nobody holds is forgotten."""
         if not record.images:
             return
-        states = self._image_states
+        sizes, holders = self._image_sizes, self._image_holders
         for image in record.images:
-            state = states.get(image)
-            if state is not None:
-                state[1].discard(record.name)
-                if not state[1]:
-                    del states[image]
+            held = holders.get(image)
+            if held is None:
+                continue
+            if held > 1:
+                holders[image] = held - 1
+            else:
+                del holders[image]
+                del sizes[image]
         self._image_view_stale = True
 
     def image_view(self) -> dict[str, tuple[int, int]]:
         """Image name -> (size, number of nodes holding it), as the cache knows it now."""
         if self._image_view_stale:
-            self._image_view = {image: (size, len(nodes)) for image, (size, nodes) in self._image_states.items()}
+            sizes = self._image_sizes
+            self._image_view = {image: (sizes[image], held) for image, held in self._image_holders.items()}
             self._image_view_stale = False
         return self._image_view
 
@@ -389,7 +398,7 @@ class Cache:
             "pods": len(self._pods),
             "assumed": len(self._assumed),
             "recent": len(self._recent),
-            "images": len(self._image_states),
+            "images": len(self._image_holders),
         }
 
     @property
