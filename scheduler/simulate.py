@@ -741,7 +741,10 @@ async def simulate_async(
     for obj in objects:
         kind = obj["kind"]
         if kind == "Pod":
-            namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+            info = parsed.get(id(obj))  # load_documents' parse (trusted while admission keeps the object)
+            namespace = info.namespace if info is not None else str(
+                (obj.get("metadata") or {}).get("namespace") or "default"
+            )
             if namespace not in declared:  # a pod's namespace exists in the cluster it was dumped from
                 declared.add(namespace)
                 cluster.apply_object(_namespace(namespace))
@@ -757,9 +760,11 @@ async def simulate_async(
         elif kind == "Pod":
             stored = admit_pod(obj, cluster.nodes)  # what the API server stores on create (matchLabelKeys merged)
             # Parsed by load_documents unless admission changed it (then it is a new object).
-            info = parsed.get(id(obj)) if stored is obj else None
+            if stored is not obj:
+                info = None
             obj = copy.deepcopy(obj) if stored is obj and not own_objects else stored
-            track(obj)
+            if info is None or not info.node_name:  # (a bound pod is never tracked)
+                track(obj)
             cluster.apply_pod(obj, info)
         elif kind in KINDS:
             cluster.apply_object(obj)

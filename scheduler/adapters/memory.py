@@ -130,7 +130,7 @@ class MemoryCluster:
 
     def apply_pod(self, obj: JSON, parsed: PodInfo | None = None) -> None:
         """Create or replace a pod; `parsed` is parse_pod(obj) when the caller has it (saves parsing twice)."""
-        uid = self._uid(obj)
+        uid = parsed.uid if parsed is not None else self._uid(obj)  # (parse_pod's uid is _uid's)
         kind = MODIFIED if uid in self.pods else "ADDED"
         self.pods[uid] = obj
         if self.claims.pod_applied(obj):

@@ -105,7 +105,7 @@ class EventHandlers:
 
         `parsed` is parse_pod(obj) when the caller has it already (simulate parses every pod once to validate).
         """
-        uid = pod_uid(obj)
+        uid = parsed.uid if parsed is not None else pod_uid(obj)  # (parse_pod's uid is pod_uid's)
         if kind == DELETED:
             self.forget_pod(uid)
             return
