@@ -174,11 +174,11 @@ class Cache:
         # Upstream's cache.imageStates (image name -> size and the nodes holding it), as a size and a count: each
         # node's images are added once when it joins and removed once when it leaves or changes them, so the
         # count is the number of holders. The size is the one reported by the node that created the entry (the
-        # first holder added) and stays while any node holds the image; `_image_view` is its (size, count)
-        # picture, rebuilt lazily by update_snapshot. (Counts, not sets of names: a 5000-node cluster whose
-        # nodes list image digests of their own has ~120,000 images held by one node each.)
-        self._image_sizes: dict[str, int] = {}
-        self._image_holders: dict[str, int] = {}
+        # first holder added) and stays while any node holds the image; `_image_view` is a copy of `_images`
+        # that snapshots share, made again (a C-level dict copy) after the next change. (Counts, not sets of
+        # names: a 5000-node cluster whose nodes list image digests of their own has ~120,000 images held by
+        # one node each; the copy is a tenth of building its (size, count) pairs again.)
+        self._images: dict[str, tuple[int, int]] = {}  # image -> (size, holders)
         self._image_view: dict[str, tuple[int, int]] = {}
         self._image_view_stale = False
 
@@ -202,37 +202,31 @@ class Cache:
         """addNodeImageStates: the node joins each image's holders; a new image takes this node's size."""
         if not record.images:
             return
-        sizes, holders = self._image_sizes, self._image_holders
+        images = self._images
         for image, size in record.images.items():
-            held = holders.get(image)
-            if held is None:
-                sizes[image] = size
-                holders[image] = 1
-            else:
-                holders[image] = held + 1
+            held = images.get(image)
+            images[image] = (size, 1) if held is None else (held[0], held[1] + 1)
         self._image_view_stale = True
 
     def _remove_images(self, record: NodeRecord) -> None:
         """removeNodeImageStates: the node leaves each image's holders; an image nobody holds is forgotten."""
         if not record.images:
             return
-        sizes, holders = self._image_sizes, self._image_holders
+        images = self._images
         for image in record.images:
-            held = holders.get(image)
+            held = images.get(image)
             if held is None:
                 continue
-            if held > 1:
-                holders[image] = held - 1
+            if held[1] > 1:
+                images[image] = (held[0], held[1] - 1)
             else:
-                del holders[image]
-                del sizes[image]
+                del images[image]
         self._image_view_stale = True
 
     def image_view(self) -> dict[str, tuple[int, int]]:
         """Image name -> (size, number of nodes holding it), as the cache knows it now."""
         if self._image_view_stale:
-            sizes = self._image_sizes
-            self._image_view = {image: (sizes[image], held) for image, held in self._image_holders.items()}
+            self._image_view = dict(self._images)  # (the view handed out before stays as it was)
             self._image_view_stale = False
         return self._image_view
 
@@ -398,7 +392,7 @@ class Cache:
             "pods": len(self._pods),
             "assumed": len(self._assumed),
             "recent": len(self._recent),
-            "images": len(self._image_holders),
+            "images": len(self._images),
         }
 
     @property
