@@ -473,7 +473,7 @@ class _Intake:
     """The stages after an object's own fields (duplicates, priority admission, parsing) for one load; run
     object by object (take), each stage's first error kept and raised in stage order (raise_first)."""
 
-    __slots__ = ("_seen", "_source", "_templates", "classes", "errors", "memo", "namespaces", "parsed")
+    __slots__ = ("_admitted", "_seen", "_source", "_templates", "classes", "errors", "memo", "namespaces", "parsed")
 
     def __init__(
         self, source: str, memo: PodSpecMemo | None, parsed: dict[int, PodInfo], classes: dict[str, JSON] | None
@@ -484,6 +484,9 @@ class _Intake:
         # admission reads the spec and the file's PriorityClasses only, so equal keys stay equal specs) is
         # parsed once.
         self._templates: dict[bytes, PodInfo] = {}
+        # What priority admission wrote into the spec of an earlier pod of the same key (it reads the spec and
+        # the classes only): the next pod of that key gets the same fields, in the same order.
+        self._admitted: dict[bytes, dict[str, Any]] = {}
         self.memo = memo
         self.parsed = parsed
         self.classes = classes
@@ -506,13 +509,28 @@ class _Intake:
             return
         if errors[1] is None:
             try:
-                _admit_object(obj, kind, self.classes)
+                self._admit(obj, kind)
             except _Refused as exc:
                 name = (obj.get("metadata") or {}).get("name")
                 errors[1] = InputError(f"{self._source}: {kind} {name}: {exc}")
         # Parsed while nothing before it was refused (an error of an earlier stage is the answer then).
         if kind == "Pod" and errors[0] is None and errors[1] is None and errors[2] is None:
             errors[2] = self.parse(obj, where)
+
+    def _admit(self, obj: JSON, kind: str) -> None:
+        """_admit_object, remembered per spec key for the pods whose spec validation keyed."""
+        assert self.classes is not None
+        key = self.memo.keys.get(id(obj)) if self.memo is not None and kind == "Pod" else None
+        if key is None:
+            _admit_object(obj, kind, self.classes)
+            return
+        spec = obj["spec"]
+        written = self._admitted.get(key)
+        if written is not None:
+            spec.update(written)
+            return
+        _admit_object(obj, kind, self.classes)  # (refused: nothing is remembered)
+        self._admitted[key] = {name: spec[name] for name in _ADMISSION_WRITES if name in spec}
 
     def raise_first(self) -> None:
         for error in self.errors:
@@ -535,6 +553,10 @@ class _Intake:
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             return InputError(f"{_label(obj, where)}: malformed object: {exc}")
         return None
+
+
+_ADMISSION_WRITES: Final = ("priorityClassName", "priority", "preemptionPolicy")
+"""The spec fields _admit_priority writes (in its order); writing one the spec has with its value is a no-op."""
 
 
 def _duplicate_key(obj: JSON) -> tuple[str, str, str]:

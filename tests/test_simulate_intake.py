@@ -184,3 +184,39 @@ def test_a_json_list_read_from_a_file_gives_the_stages_answer(
         return "ok", (list(got), sorted(repr(_slots(info)) for info in got.parsed.values()))
 
     assert read(True) == read(False)
+
+
+@pytest.mark.parametrize("shape", ["default class", "named class", "no class", "given priority"])
+def test_pods_of_one_spec_are_admitted_once_and_alike(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bound pods sharing a spec: priority admission runs for the first, and every later one gets the same
+    fields in the same key order as the stage-by-stage path gives it (which admits each pod itself)."""
+    table: dict[str, dict[str, Any]] = {
+        "default class": {},
+        "named class": {"spec__priorityClassName": "high"},
+        "no class": {},
+        "given priority": {"spec__priority": 1000, "spec__priorityClassName": "high"},
+    }
+    fields = table[shape]
+    classes = [] if shape == "no class" else [_class("high", 1000), _class("everyone", 7, globalDefault=True)]
+    pods = [_pod(f"web-{k}", spec__nodeName=f"n{k % 2}", **fields) for k in range(4)]
+    calls: list[str] = []
+    admit = simulate._admit_priority
+
+    def counted(spec: JSON, known: Any) -> None:
+        calls.append(str(spec.get("nodeName")))
+        admit(spec, known)
+
+    def specs(ahead: bool) -> list[str]:
+        with monkeypatch.context() as patch:
+            patch.setattr(simulate, "_admit_priority", counted)
+            if not ahead:
+                patch.setattr(simulate, "_classes_ahead", lambda docs, listed=None: None)
+            got = documents_from([{"kind": "List", "items": [*classes, *copy.deepcopy(pods)]}], "f")
+        return [json.dumps(obj["spec"]) for obj in got if obj["kind"] == "Pod"]  # (key order kept)
+
+    staged = specs(False)
+    assert len(calls) == 4
+    calls.clear()
+    assert specs(True) == staged
+    assert len(calls) == 1  # the first pod's spec; the other three took what it was given
+    assert all('"priority": ' in spec for spec in staged)
