@@ -232,3 +232,24 @@ def test_mapped_file_reads_as_read_bytes(tmp_path: Path, monkeypatch: pytest.Mon
     yaml_path.write_text("kind: List\nitems: []\n")
     monkeypatch.setattr(simulate_module, "MAP_AT_LEAST", 0)
     assert list(read_cluster(str(yaml_path))) == []
+
+
+def test_interleaved_specs_past_the_remembered_places_are_each_shared() -> None:
+    """More distinct specs than places of nodeName remembered (HINTS), their pods interleaved: every pod's
+    spec equals the whole decode's and each distinct spec has one key."""
+    from scheduler.config.json_dump import HINTS
+
+    specs = HINTS + 4
+    items = []
+    for i in range(5):
+        for s in range(specs):  # a field before nodeName of a length of its own: nodeName at a place of its own
+            pod = bound(f"app{s}-{i}", f"n{i % 3}")
+            pod["spec"] = {"hostname": "x" * (s + 1), **pod["spec"]}
+            items.append(pod)
+    decoy = bound("decoy", "n1")  # a nested "nodeName" first: that cut is not the spec's, so decoded alone
+    decoy["spec"] = {"a": {"nodeName": "n0"}, **decoy["spec"]}
+    items.append(decoy)
+    doc, keys, _ = listed_as_whole(dump(items))
+    pods = [o for o in doc["items"] if o["kind"] == "Pod"]
+    assert len({keys[id(p)] for p in pods if id(p) in keys}) == specs
+    assert [p["metadata"]["name"] for p in pods if id(p) not in keys] == ["decoy"]

@@ -72,6 +72,8 @@ class _List(msgspec.Struct, forbid_unknown_fields=True):
 
 _DECODE_LIST: Final = msgspec.json.Decoder(_List).decode
 _DECODE: Final = msgspec.json.Decoder().decode
+HINTS: Final = 8
+"""How many places of nodeName are tried before the spec text is searched (a match is ~6 times cheaper)."""
 _NODE_NAME: Final = re.compile(rb'"nodeName"[ \t\r\n]*:[ \t\r\n]*("(?:[^"\\]|\\.)*")', re.DOTALL)
 _STAND_INS: Final = (b'"\\u0000pyscheduler:1"', b'"\\u0000pyscheduler:2"')
 _STAND_IN_VALUES: Final = tuple(msgspec.json.decode(s) for s in _STAND_INS)
@@ -84,14 +86,15 @@ class _Shared:
     (where the cut is, the text's length, the bytes after the cut) and then the text compared in place, so a
     pod's spec text is neither copied into a key nor hashed whole."""
 
-    __slots__ = ("by_probe", "hint", "priority_classes")
+    __slots__ = ("by_probe", "hints", "priority_classes")
 
     def __init__(self) -> None:
         # probe -> [(text before the cut, text after it, key, template)]
         self.by_probe: dict[tuple[int, int, bytes], list[tuple[bytes, bytes, bytes, dict[str, Any] | None]]] = {}
-        # Where the last pod's nodeName was: the pods of a Deployment have it at the same place. (Any place a
-        # nodeName is cut gives an exact key: the stand-ins prove each new key's cut, wherever it is.)
-        self.hint = 0
+        # Where earlier pods' nodeName was, in the order found (the pods of a Deployment have it at the same
+        # place; a dump may list the pods of a few Deployments interleaved). Any place a nodeName is cut gives an
+        # exact key: the stand-ins prove each new key's cut, wherever it is.
+        self.hints: list[int] = []
         self.priority_classes: list[dict[str, Any]] = []  # the List's PriorityClass items, in order
 
     def template(self, raw: bytes, start: int, end: int) -> tuple[bytes, dict[str, Any] | None]:
@@ -171,10 +174,19 @@ def _item(item: _Item, shared: _Shared, keys: dict[int, bytes]) -> dict[str, Any
 
 def _bound_spec(raw: bytes, shared: _Shared, keys: dict[int, bytes], obj: dict[str, Any]) -> dict[str, Any] | None:
     """The pod's spec built on its key's template, or None (not bound, or not shareable)."""
-    found = _NODE_NAME.match(raw, shared.hint) or _NODE_NAME.search(raw)
-    if found is None:
-        return None
-    shared.hint = found.start()
+    hints = shared.hints
+    for at in hints:
+        found = _NODE_NAME.match(raw, at)
+        if found is not None:
+            break
+    else:
+        found = _NODE_NAME.search(raw)
+        if found is None:
+            return None
+        if len(hints) < HINTS:
+            hints.append(found.start())
+        else:  # (the first ones stay: each is the place of the pods seen first)
+            hints[-1] = found.start()
     node_name = _DECODE(found.group(1))
     if not isinstance(node_name, str) or not node_name:
         return None  # a pending pod: its own spec, which binding writes into
