@@ -12,7 +12,9 @@ first, as pip and the image install it: a checkout under PYTHONDONTWRITEBYTECODE
     .venv/bin/python -m bench.simulate_scale --shape kubectl --pending 1 --runs 3 --dir /tmp/simscale  # 224 MB
 
 Each run also times merely loading the file with every JSON or YAML parser installed (a fresh process each,
-interleaved with pyscheduler's runs) and prints pyscheduler's time as a multiple of the fastest one's.
+interleaved with pyscheduler's runs) and prints pyscheduler's time as a multiple of the fastest one's: the
+ratio of the medians, the median of each round's ratio (the two ran back to back) and the ratio of the two
+fastest runs (a busy stretch of the machine slows the parser's allocations and our interpreter differently).
 """
 
 from __future__ import annotations
@@ -404,6 +406,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"{fmt:4s} {label:21s} median {median:6.2f} s (runs {', '.join(f'{t:.2f}' for t in times)}); "
                 f"peak RSS {max(r for _, r in results):.0f} MiB; {median / measured[fastest]:.2f}x the fastest load "
                 f"({fastest})"
+            )
+            # Two estimates that a slow stretch of the machine moves less than the ratio of medians: each round's
+            # ratio (the two ran back to back) and the ratio of each side's fastest run (its least disturbed one).
+            rounds = [t / load for t, load in zip(times, loads[fastest], strict=True)]
+            print(
+                f"{fmt:4s} {label:21s} per round {statistics.median(rounds):.2f}x "
+                f"({', '.join(f'{r:.2f}' for r in rounds)}); fastest against fastest "
+                f"{min(times) / min(loads[fastest]):.2f}x"
             )
         sys.stdout.flush()
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
