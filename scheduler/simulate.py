@@ -529,8 +529,10 @@ class _Intake:
         if written is not None:
             spec.update(written)
             return
+        before = dict(spec)
         _admit_object(obj, kind, self.classes)  # (refused: nothing is remembered)
-        self._admitted[key] = {name: spec[name] for name in _ADMISSION_WRITES if name in spec}
+        # What it wrote, read off the spec (in the spec's order: new fields last, in the order written).
+        self._admitted[key] = {name: value for name, value in spec.items() if before.get(name, _ABSENT) is not value}
 
     def raise_first(self) -> None:
         for error in self.errors:
@@ -555,8 +557,7 @@ class _Intake:
         return None
 
 
-_ADMISSION_WRITES: Final = ("priorityClassName", "priority", "preemptionPolicy")
-"""The spec fields _admit_priority writes (in its order); writing one the spec has with its value is a no-op."""
+_ABSENT: Final = object()
 
 
 def _duplicate_key(obj: JSON) -> tuple[str, str, str]:
